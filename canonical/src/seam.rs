@@ -1,0 +1,513 @@
+//! The parse seam (spec 6.4): how a codec's read face turns one source record into canonical values.
+//!
+//! * [`Record`] is a transport-agnostic accessor over one source record
+//!   (adapter-transport-agnostic-seam): a JSON object plus where it came from. A file codec builds
+//!   it from a line, a database codec from a row, a stream codec from a message.
+//! * [`Extracted`] holds a value read from a record. It has no public constructor: the accessors of
+//!   [`Record`] and of `Extracted` itself are its only producers, so codec code cannot put a
+//!   literal, default or sentinel where source data belongs (model-no-synthesis,
+//!   model-schema-honesty). Every canonical field that holds source data is built from one.
+//! * [`ParseError`] names the codec, the file and the line or record of every fault
+//!   (adapter-integrity-no-silent-drops).
+//!
+//! ```compile_fail
+//! // model-no-synthesis: an extracted value cannot be made from a literal.
+//! let fake: pond_canonical::seam::Extracted<String> = pond_canonical::seam::Extracted("x".into());
+//! ```
+
+use serde_json::{Map, Value};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A value read from source data. Only the seam produces one (model-no-synthesis).
+#[derive(Clone, PartialEq)]
+pub struct Extracted<T>(T);
+
+impl<T> Extracted<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Self(value)
+    }
+
+    /// The value.
+    pub fn get(&self) -> &T {
+        &self.0
+    }
+
+    /// The value, by move. Reading it is always allowed; only making one is restricted.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+
+    /// A value computed from this one: decoding, splitting at a byte boundary, converting a type.
+    /// The result is still source data. Never use it to replace the value with a made-up one.
+    pub fn derive<U>(self, f: impl FnOnce(T) -> U) -> Extracted<U> {
+        Extracted(f(self.0))
+    }
+
+    /// Like [`derive`](Self::derive) for a computation that may find nothing.
+    pub fn derive_opt<U>(self, f: impl FnOnce(T) -> Option<U>) -> Option<Extracted<U>> {
+        f(self.0).map(Extracted)
+    }
+
+    /// Borrows the value as an extracted reference.
+    pub fn as_ref(&self) -> Extracted<&T> {
+        Extracted(&self.0)
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Extracted<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Extracted({:?})", self.0)
+    }
+}
+
+impl<'a> Extracted<&'a Value> {
+    /// The member `key` of an object value.
+    pub fn field(&self, key: &str) -> Option<Extracted<&'a Value>> {
+        self.0.get(key).map(Extracted)
+    }
+
+    /// The value at a JSON pointer (`/message/content/0`).
+    pub fn pointer(&self, pointer: &str) -> Option<Extracted<&'a Value>> {
+        self.0.pointer(pointer).map(Extracted)
+    }
+
+    /// The value as a string, if it is one.
+    pub fn as_str(&self) -> Option<Extracted<&'a str>> {
+        self.0.as_str().map(Extracted)
+    }
+
+    /// The value as an integer, if it is one.
+    pub fn as_i64(&self) -> Option<Extracted<i64>> {
+        self.0.as_i64().map(Extracted)
+    }
+
+    /// The value as a boolean, if it is one.
+    pub fn as_bool(&self) -> Option<Extracted<bool>> {
+        self.0.as_bool().map(Extracted)
+    }
+
+    /// The elements of an array value.
+    pub fn items(&self) -> Option<impl Iterator<Item = Extracted<&'a Value>> + 'a> {
+        self.0.as_array().map(|items| items.iter().map(Extracted))
+    }
+
+    /// An owned copy.
+    pub fn cloned(&self) -> Extracted<Value> {
+        Extracted(self.0.clone())
+    }
+}
+
+impl Extracted<&str> {
+    /// An owned copy.
+    pub fn to_owned(&self) -> Extracted<String> {
+        Extracted(self.0.to_owned())
+    }
+}
+
+impl Extracted<Value> {
+    /// Removes and returns the member `key` of an object value.
+    pub fn take(&mut self, key: &str) -> Option<Extracted<Value>> {
+        self.0.as_object_mut()?.remove(key).map(Extracted)
+    }
+
+    /// The value as an object, if it is one.
+    pub fn into_object(self) -> Result<Extracted<Map<String, Value>>, Self> {
+        match self.0 {
+            Value::Object(map) => Ok(Extracted(map)),
+            other => Err(Extracted(other)),
+        }
+    }
+
+    /// The value as an owned string, if it is one.
+    pub fn into_string(self) -> Result<Extracted<String>, Self> {
+        match self.0 {
+            Value::String(s) => Ok(Extracted(s)),
+            other => Err(Extracted(other)),
+        }
+    }
+
+    /// The elements of an array value, by move.
+    pub fn into_items(self) -> Result<Vec<Extracted<Value>>, Self> {
+        match self.0 {
+            Value::Array(items) => Ok(items.into_iter().map(Extracted).collect()),
+            other => Err(Extracted(other)),
+        }
+    }
+
+    /// Borrows the value for read access.
+    pub fn view(&self) -> Extracted<&Value> {
+        Extracted(&self.0)
+    }
+}
+
+impl Extracted<Map<String, Value>> {
+    /// Removes and returns the member `key`.
+    pub fn take(&mut self, key: &str) -> Option<Extracted<Value>> {
+        self.0.remove(key).map(Extracted)
+    }
+
+    /// The member `key`, borrowed.
+    pub fn field(&self, key: &str) -> Option<Extracted<&Value>> {
+        self.0.get(key).map(Extracted)
+    }
+
+    /// The object as a JSON value.
+    pub fn into_value(self) -> Extracted<Value> {
+        Extracted(Value::Object(self.0))
+    }
+}
+
+/// Where in its source a record sits.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", content = "at", rename_all = "snake_case")]
+pub enum Locator {
+    /// The source as a whole (a file that cannot be opened, a layout that is not recognised).
+    File,
+    /// A 1-based line of a line-oriented file.
+    Line(u64),
+    /// A record addressed some other way: a database row, a JSON path, an archive member.
+    Record(String),
+}
+
+impl fmt::Display for Locator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::File => Ok(()),
+            Self::Line(n) => write!(f, ":{n}"),
+            Self::Record(r) => write!(f, " [{r}]"),
+        }
+    }
+}
+
+/// One source a codec reads: which codec, which file (or database, or stream), and its path
+/// relative to the root the user named, which is also where a native write puts it again.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    codec: &'static str,
+    path: PathBuf,
+    relative: String,
+}
+
+impl Origin {
+    /// A source at `path`, known to the user as `relative` below the input they named.
+    pub fn new(codec: &'static str, path: impl Into<PathBuf>, relative: impl Into<String>) -> Self {
+        Self {
+            codec,
+            path: path.into(),
+            relative: relative.into(),
+        }
+    }
+
+    /// The codec reading this source.
+    pub fn codec(&self) -> &'static str {
+        self.codec
+    }
+
+    /// The source's path as given.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The source's path relative to the input root, with `/` separators.
+    pub fn relative(&self) -> Extracted<&str> {
+        Extracted(&self.relative)
+    }
+
+    /// The file name without its extension(s) after the first dot, as source data: many formats
+    /// name a session's file after its id.
+    pub fn file_stem(&self) -> Option<Extracted<String>> {
+        let name = self.path.file_name()?.to_str()?;
+        let stem = name.split('.').next().filter(|s| !s.is_empty())?;
+        Some(Extracted(stem.to_owned()))
+    }
+
+    /// A typed error at `locator` in this source.
+    pub fn error(&self, locator: Locator, kind: ParseErrorKind) -> ParseError {
+        ParseError {
+            codec: self.codec,
+            file: self.path.clone(),
+            locator,
+            kind,
+        }
+    }
+}
+
+/// One record of source data behind value accessors (adapter-transport-agnostic-seam).
+#[derive(Debug, Clone)]
+pub struct Record<'o> {
+    origin: &'o Origin,
+    locator: Locator,
+    fields: Map<String, Value>,
+}
+
+impl<'o> Record<'o> {
+    /// Parses one line of a JSONL source. `line` is 1-based and excludes the line terminator.
+    pub fn from_json_line(origin: &'o Origin, line: u64, bytes: &[u8]) -> Result<Self, ParseError> {
+        let at = Locator::Line(line);
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            origin.error(
+                at.clone(),
+                ParseErrorKind::InvalidUtf8 {
+                    valid_up_to: e.valid_up_to(),
+                },
+            )
+        })?;
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            let kind = if e.is_eof() {
+                ParseErrorKind::Truncated {
+                    detail: e.to_string(),
+                }
+            } else {
+                ParseErrorKind::InvalidJson {
+                    detail: e.to_string(),
+                }
+            };
+            origin.error(at.clone(), kind)
+        })?;
+        Self::from_value(origin, at, value)
+    }
+
+    /// A record from an already-decoded JSON value (a database row's JSON column, a document member).
+    pub fn from_value(
+        origin: &'o Origin,
+        locator: Locator,
+        value: Value,
+    ) -> Result<Self, ParseError> {
+        match value {
+            Value::Object(fields) => Ok(Self {
+                origin,
+                locator,
+                fields,
+            }),
+            other => Err(origin.error(
+                locator,
+                ParseErrorKind::NotAnObject {
+                    found: json_kind(&other),
+                },
+            )),
+        }
+    }
+
+    /// Where the record sits in its source.
+    pub fn locator(&self) -> &Locator {
+        &self.locator
+    }
+
+    /// The source this record came from.
+    pub fn origin(&self) -> &'o Origin {
+        self.origin
+    }
+
+    /// The record's position as id material for records the source gives no id
+    /// (lance-deterministic-pk): `L<line>` or the record locator.
+    pub fn position(&self) -> Extracted<String> {
+        Extracted(match &self.locator {
+            Locator::Line(n) => format!("L{n}"),
+            Locator::Record(r) => r.clone(),
+            Locator::File => String::new(),
+        })
+    }
+
+    /// The field `key`.
+    pub fn get(&self, key: &str) -> Option<Extracted<&Value>> {
+        self.fields.get(key).map(Extracted)
+    }
+
+    /// The value at a JSON pointer into the record (`/message/content`).
+    pub fn pointer(&self, pointer: &str) -> Option<Extracted<&Value>> {
+        object_pointer(&self.fields, pointer).map(Extracted)
+    }
+
+    /// The field `key` if it is a string.
+    pub fn str(&self, key: &str) -> Option<Extracted<&str>> {
+        self.fields.get(key).and_then(Value::as_str).map(Extracted)
+    }
+
+    /// Removes the field `key` (so it does not land in the record's leftovers twice).
+    pub fn take(&mut self, key: &str) -> Option<Extracted<Value>> {
+        self.fields.remove(key).map(Extracted)
+    }
+
+    /// Removes the field `key` if it is a string; a field of another type stays in place.
+    pub fn take_str(&mut self, key: &str) -> Option<Extracted<String>> {
+        match self.fields.get(key) {
+            Some(Value::String(_)) => match self.fields.remove(key) {
+                Some(Value::String(s)) => Some(Extracted(s)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The fields not taken yet: what rule 2 of the placement procedure puts into `options`.
+    pub fn into_rest(self) -> Extracted<Map<String, Value>> {
+        Extracted(self.fields)
+    }
+
+    /// The record whole, for a placement-rule-3 carrier.
+    pub fn whole(&self) -> Extracted<&Map<String, Value>> {
+        Extracted(&self.fields)
+    }
+
+    /// A typed error at this record.
+    pub fn error(&self, kind: ParseErrorKind) -> ParseError {
+        self.origin.error(self.locator.clone(), kind)
+    }
+}
+
+/// RFC 6901 lookup that starts at an object rather than a `Value`, so a record need not be wrapped.
+fn object_pointer<'a>(map: &'a Map<String, Value>, pointer: &str) -> Option<&'a Value> {
+    let rest = pointer.strip_prefix('/')?;
+    let (head, tail) = rest
+        .split_once('/')
+        .map_or((rest, None), |(h, t)| (h, Some(t)));
+    let first = map.get(&head.replace("~1", "/").replace("~0", "~"))?;
+    match tail {
+        None => Some(first),
+        Some(tail) => first.pointer(&format!("/{tail}")),
+    }
+}
+
+/// The JSON kind of a value, for error messages.
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A fault in source data, located (adapter-integrity-no-silent-drops).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ParseError {
+    /// The codec that found it.
+    pub codec: &'static str,
+    /// The file (or database, or stream) it is in.
+    pub file: PathBuf,
+    /// Where in that file.
+    pub locator: Locator,
+    /// What is wrong.
+    pub kind: ParseErrorKind,
+}
+
+/// What is wrong with a piece of source data.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ParseErrorKind {
+    /// The source could not be read.
+    Io { detail: String },
+    /// Bytes that are not UTF-8.
+    InvalidUtf8 { valid_up_to: usize },
+    /// Text that is not JSON.
+    InvalidJson { detail: String },
+    /// JSON that ends early: typically the last line of a file a harness was still writing.
+    Truncated { detail: String },
+    /// A JSON value where an object was expected.
+    NotAnObject { found: &'static str },
+    /// A line longer than the codec reads (the reader skips it without holding it in memory).
+    LineTooLong { bytes: u64, limit: u64 },
+    /// A field the format requires is absent.
+    MissingField { field: String },
+    /// A field holds a value the format does not allow.
+    InvalidField { field: String, reason: String },
+    /// No project could be resolved from the session's data (model-project-non-empty).
+    NoProject,
+    /// The source is not in a layout or version this codec knows.
+    Unrecognized { detail: String },
+}
+
+impl fmt::Display for ParseErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io { detail } => write!(f, "cannot read: {detail}"),
+            Self::InvalidUtf8 { valid_up_to } => {
+                write!(f, "invalid UTF-8 after byte {valid_up_to} of the line")
+            }
+            Self::InvalidJson { detail } => write!(f, "invalid JSON: {detail}"),
+            Self::Truncated { detail } => write!(
+                f,
+                "truncated JSON (was the file still being written?): {detail}"
+            ),
+            Self::NotAnObject { found } => write!(f, "expected a JSON object, found {found}"),
+            Self::LineTooLong { bytes, limit } => {
+                write!(
+                    f,
+                    "line of {bytes} bytes is over the {limit}-byte limit; skipped"
+                )
+            }
+            Self::MissingField { field } => write!(f, "missing required field `{field}`"),
+            Self::InvalidField { field, reason } => write!(f, "field `{field}`: {reason}"),
+            Self::NoProject => write!(
+                f,
+                "no project can be resolved from the session's records (no `cwd`); session not converted"
+            ),
+            Self::Unrecognized { detail } => write!(f, "not recognised: {detail}"),
+        }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {}{}: {}",
+            self.codec,
+            self.file.display(),
+            self.locator,
+            self.kind
+        )
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origin() -> Origin {
+        Origin::new("test", "/tmp/s.jsonl", "s.jsonl")
+    }
+
+    #[test]
+    fn malformed_lines_get_typed_located_errors() {
+        let o = origin();
+        let cases: [(&[u8], &str); 4] = [
+            (b"{\"a\":1", "truncated"),
+            (b"{\"a\":}", "invalid JSON"),
+            (b"[1,2]", "expected a JSON object, found an array"),
+            (b"{\"a\":\"\xff\"}", "invalid UTF-8"),
+        ];
+        for (line, want) in cases {
+            let err = Record::from_json_line(&o, 7, line).unwrap_err();
+            let msg = err.to_string();
+            assert!(msg.starts_with("test: /tmp/s.jsonl:7: "), "{msg}");
+            assert!(msg.contains(want), "{msg} lacks {want}");
+        }
+    }
+
+    #[test]
+    fn taking_fields_leaves_the_rest() {
+        let o = origin();
+        let mut r = Record::from_json_line(&o, 1, br#"{"type":"user","cwd":"/p","n":1}"#).unwrap();
+        assert_eq!(r.take_str("cwd").unwrap().get(), "/p");
+        assert!(r.take_str("n").is_none(), "a non-string stays");
+        let rest = r.into_rest().into_inner();
+        assert_eq!(rest.keys().collect::<Vec<_>>(), ["type", "n"]);
+    }
+
+    #[test]
+    fn pointer_reaches_nested_values() {
+        let o = origin();
+        let r = Record::from_json_line(&o, 1, br#"{"message":{"content":[{"a/b":2}]}}"#).unwrap();
+        assert_eq!(
+            r.pointer("/message/content/0/a~1b").unwrap().get(),
+            &&Value::from(2)
+        );
+        assert!(r.pointer("/nope").is_none());
+    }
+}

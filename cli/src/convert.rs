@@ -1,0 +1,326 @@
+//! `pond convert`: flags to a call of `pond_codecs::convert`.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use pond_codecs::convert::{Summary, convert};
+use pond_codecs::face::Sniff;
+use pond_codecs::output::{DirOutput, SingleFileOutput};
+use pond_codecs::{Codec, Output, registry};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Exit status when sources had faults or writes failed (the rest was still converted).
+const EXIT_PARTIAL: u8 = 1;
+/// Exit status for a usage error.
+const EXIT_USAGE: u8 = 2;
+/// Exit status when `--strict` refused a conversion that lost something.
+const EXIT_LOSSY: u8 = 3;
+
+/// Convert sessions between harness formats.
+///
+/// Examples:
+///   pond convert --from claude-code --to claude-code ~/.claude/projects --out /tmp/copy
+///   pond convert codex→claude rollout.jsonl -o session.jsonl
+///   cat rollout.jsonl | pond convert codex:claude - > session.jsonl
+#[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct ConvertArgs {
+    /// The conversion as people say it: `codex→claude`, `codex->claude` or `codex:claude`,
+    /// followed by INPUT. Or give INPUT alone with --from/--to.
+    #[arg(value_name = "PAIR_OR_INPUT")]
+    first: String,
+
+    /// A session file, a folder (every session below it is converted), or `-` for stdin.
+    #[arg(value_name = "INPUT")]
+    input: Option<PathBuf>,
+
+    /// The codec to read with. Omitted: detected from the input.
+    #[arg(long, value_name = "CODEC")]
+    from: Option<String>,
+
+    /// The codec to write with.
+    #[arg(long, value_name = "CODEC")]
+    to: Option<String>,
+
+    /// Write the target's native layout under DIR (it may exist; files in it are never overwritten).
+    #[arg(long, value_name = "DIR", conflicts_with = "output")]
+    out: Option<PathBuf>,
+
+    /// Write the single resulting file to FILE (`-` for stdout, the default without --out).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+
+    /// Write the loss report (what the target could not express) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+
+    /// Fail (exit 3) if the target could not express everything.
+    #[arg(long)]
+    strict: bool,
+}
+
+fn usage(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("pond convert: {msg}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+fn codec(name: &str) -> Result<&'static Codec, String> {
+    registry::find(name).ok_or_else(|| {
+        format!(
+            "unknown codec `{name}`; known: {}",
+            registry::names().join(", ")
+        )
+    })
+}
+
+/// Splits `codex→claude`, `codex->claude`, `codex:claude` into its two names.
+fn split_pair(s: &str) -> Option<(&str, &str)> {
+    ["→", "->", ":"]
+        .iter()
+        .find_map(|sep| s.split_once(sep))
+        .filter(|(a, b)| !a.is_empty() && !b.is_empty())
+}
+
+fn detect(input: &Path) -> Result<&'static Codec, String> {
+    let mut best: Vec<(&'static Codec, Sniff)> = registry::CODECS
+        .iter()
+        .filter_map(|c| c.read.map(|r| (*c, r.sniff(input))))
+        .filter(|(_, s)| *s != Sniff::No)
+        .collect();
+    best.sort_by(|a, b| b.1.cmp(&a.1));
+    match best.as_slice() {
+        [] => Err(format!(
+            "no codec recognises {}; name one with --from",
+            input.display()
+        )),
+        [(c, _)] => Ok(c),
+        [(c, Sniff::Yes), (_, Sniff::Maybe), ..] => Ok(c),
+        many => Err(format!(
+            "{} could be any of {}; name one with --from",
+            input.display(),
+            many.iter()
+                .map(|(c, _)| c.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
+    let (pair, input) = match (split_pair(&args.first), args.input) {
+        (Some((f, t)), Some(input)) => (Some((f.to_owned(), t.to_owned())), input),
+        (Some(_), None) => return usage("missing INPUT after the codec pair"),
+        (None, Some(_)) => {
+            return usage(format!(
+                "`{}` is not a codec pair like codex→claude",
+                args.first
+            ));
+        }
+        (None, None) => (None, PathBuf::from(&args.first)),
+    };
+    let (from_name, to_name) = match (pair, args.from, args.to) {
+        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+            return usage("give the codecs either as a pair or with --from/--to, not both");
+        }
+        (Some((f, t)), None, None) => (Some(f), t),
+        (None, f, Some(t)) => (f, t),
+        (None, _, None) => return usage("missing --to CODEC"),
+    };
+    let to = match codec(&to_name) {
+        Ok(c) => c,
+        Err(e) => return usage(e),
+    };
+
+    let _stdin_copy; // keeps a spooled stdin alive for the conversion
+    let input = if input == Path::new("-") {
+        match spool_stdin() {
+            Ok((dir, path)) => {
+                _stdin_copy = dir;
+                path
+            }
+            Err(e) => return usage(format!("cannot read stdin: {e}")),
+        }
+    } else {
+        input
+    };
+    if !input.exists() {
+        return usage(format!("{}: no such file or folder", input.display()));
+    }
+    let from = match from_name
+        .as_deref()
+        .map(codec)
+        .unwrap_or_else(|| detect(&input))
+    {
+        Ok(c) => c,
+        Err(e) => return usage(e),
+    };
+
+    let bar = progress_bar();
+    let mut tick = |done: usize, total: usize| {
+        if let Some(b) = &bar {
+            b.set_length(total as u64);
+            b.set_position(done as u64);
+        }
+    };
+    let result = match (&args.out, &args.output) {
+        (Some(dir), _) => {
+            let mut out = DirOutput::new(dir);
+            let r = convert(from, to, &input, &mut out, &mut tick);
+            finish_with(r, out.finish())
+        }
+        (None, Some(file)) if file != Path::new("-") => {
+            let f = match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(file)
+            {
+                Ok(f) => f,
+                Err(e) => return usage(format!("{}: {e}", file.display())),
+            };
+            let mut out = SingleFileOutput::new(std::io::BufWriter::new(f));
+            let r = convert(from, to, &input, &mut out as &mut dyn Output, &mut tick);
+            finish_with(r, out.finish())
+        }
+        _ => {
+            let mut out = SingleFileOutput::new(std::io::BufWriter::new(std::io::stdout().lock()));
+            let r = convert(from, to, &input, &mut out as &mut dyn Output, &mut tick);
+            finish_with(r, out.finish())
+        }
+    };
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let summary = match result {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pond convert: {e}");
+            return ExitCode::from(EXIT_PARTIAL);
+        }
+    };
+    if let Some(path) = &args.report
+        && let Err(e) = std::fs::write(
+            path,
+            serde_json::to_vec_pretty(&summary.losses).expect("JSON"),
+        )
+    {
+        eprintln!(
+            "pond convert: cannot write the report to {}: {e}",
+            path.display()
+        );
+        return ExitCode::from(EXIT_PARTIAL);
+    }
+    print_summary(
+        from,
+        to,
+        &summary,
+        json,
+        args.out.is_some() || args.output.as_deref().is_some_and(|f| f != Path::new("-")),
+    );
+    if !summary.is_clean() {
+        ExitCode::from(EXIT_PARTIAL)
+    } else if args.strict && !summary.losses.is_empty() {
+        eprintln!("pond convert: --strict: the target could not express everything (listed above)");
+        ExitCode::from(EXIT_LOSSY)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn finish_with<E: std::fmt::Display>(
+    r: Result<Summary, pond_codecs::convert::ConvertError>,
+    finish: Result<(), E>,
+) -> Result<Summary, String> {
+    let mut summary = r.map_err(|e| e.to_string())?;
+    if let Err(e) = finish {
+        summary.write_errors.push(e.to_string());
+    }
+    Ok(summary)
+}
+
+fn progress_bar() -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} converting {pos}/{len} sources {wide_bar} {eta}")
+            .ok()?,
+    );
+    Some(bar)
+}
+
+fn spool_stdin() -> std::io::Result<(TempDir, PathBuf)> {
+    let dir = TempDir::new()?;
+    let path = dir.0.join("stdin.jsonl");
+    let mut f = std::fs::File::create(&path)?;
+    std::io::copy(&mut std::io::stdin().lock(), &mut f)?;
+    Ok((dir, path))
+}
+
+/// A private temporary folder removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> std::io::Result<Self> {
+        let base = std::env::temp_dir();
+        for n in 0..100u32 {
+            let p = base.join(format!("pond-stdin-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&p) {
+                Ok(()) => return Ok(Self(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(std::io::Error::other("no free temporary folder name"))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn print_summary(from: &Codec, to: &Codec, s: &Summary, json: bool, stdout_free: bool) {
+    if json {
+        let text = serde_json::to_string_pretty(&serde_json::json!({
+            "from": from.name,
+            "to": to.name,
+            "summary": s,
+            "errors": s.errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        }))
+        .expect("JSON");
+        if stdout_free {
+            println!("{text}")
+        } else {
+            eprintln!("{text}")
+        }
+        return;
+    }
+    for e in &s.errors {
+        eprintln!("error: {e}");
+    }
+    for e in &s.write_errors {
+        eprintln!("write error: {e}");
+    }
+    eprintln!(
+        "{} -> {}: {} sources, {} sessions ({} native, {} foreign), {} messages, {} parts ({} injected), {} carriers, {} errors",
+        from.name,
+        to.name,
+        s.sources,
+        s.sessions,
+        s.native_sessions,
+        s.foreign_sessions,
+        s.messages,
+        s.parts,
+        s.injected_parts,
+        s.carriers,
+        s.errors.len() + s.write_errors.len()
+    );
+    for (kind, loss) in &s.losses.kinds {
+        eprintln!(
+            "  lost: {kind} x{} (first at {}): {}",
+            loss.count, loss.first, loss.detail
+        );
+    }
+}

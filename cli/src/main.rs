@@ -1,0 +1,116 @@
+//! `pond`: the command line. It parses flags and wires library calls together; no format logic
+//! lives here (see docs/ARCHITECTURE.md).
+
+mod convert;
+
+use clap::{CommandFactory, Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Convert, store, search and restore AI coding-agent sessions.
+///
+/// pond reads the session files of Claude Code, Codex, opencode and pi into one canonical
+/// Session / Message / Part model and writes them back out to any of them: losslessly to the
+/// harness they came from, validly and idiomatically to any other.
+#[derive(Parser)]
+#[command(
+    name = "pond",
+    version,
+    about,
+    long_about,
+    propagate_version = true,
+    arg_required_else_help = true
+)]
+struct Cli {
+    /// Print machine-readable JSON instead of text, where a command has output.
+    #[arg(long, global = true)]
+    json: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Convert sessions from one harness format to another, with no storage involved.
+    Convert(convert::ConvertArgs),
+    /// List the codecs pond has: name, the brand of sessions it reads, and its faces.
+    Codecs,
+    /// Print the JSON Schema of the canonical model (spec 7.2).
+    Schema {
+        /// Which document to describe.
+        #[arg(value_enum, default_value_t = SchemaKind::Session)]
+        kind: SchemaKind,
+    },
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SchemaKind {
+    /// A whole session: `{session, messages}`.
+    Session,
+    /// One `pond_ingest` event: a session, a message head or a part, tagged by `kind`.
+    Event,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Convert(args) => convert::run(args, cli.json),
+        Command::Codecs => codecs(cli.json),
+        Command::Schema { kind } => {
+            let schema = match kind {
+                SchemaKind::Session => pond_canonical::schema::session_log_schema(),
+                SchemaKind::Event => pond_canonical::schema::wire_event_schema(),
+            };
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&schema).expect("schema is JSON")
+            );
+            ExitCode::SUCCESS
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "pond", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn codecs(json: bool) -> ExitCode {
+    let codecs = pond_codecs::CODECS;
+    if json {
+        let list: Vec<_> = codecs
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "name": c.name,
+                    "aliases": c.aliases,
+                    "source_agent": c.source_agent,
+                    "faces": c.faces(),
+                    "description": c.description,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list).expect("JSON"));
+    } else if codecs.is_empty() {
+        println!("no codecs registered");
+    } else {
+        println!(
+            "{:<12} {:<12} {:<11} DESCRIPTION",
+            "NAME", "SOURCE", "FACES"
+        );
+        for c in codecs {
+            println!(
+                "{:<12} {:<12} {:<11} {}",
+                c.name,
+                c.source_agent,
+                c.faces().join(","),
+                c.description
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}

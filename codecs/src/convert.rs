@@ -1,0 +1,189 @@
+//! The conversion driver: a read face's events into a write face's writer, with the system (not
+//! the codec) deciding native or foreign per session (spec 6.3), and a summary of what happened.
+
+use crate::face::{Fidelity, Losses, Output, Target, WriteError};
+use crate::registry::Codec;
+use pond_canonical::{Event, Message, Origin, ParseError, Provenance};
+use serde::Serialize;
+use std::path::Path;
+
+/// What a conversion did.
+#[derive(Debug, Default, Serialize)]
+pub struct Summary {
+    /// Source units read (files, databases).
+    pub sources: u64,
+    /// Sessions read.
+    pub sessions: u64,
+    /// Messages read.
+    pub messages: u64,
+    /// Parts read.
+    pub parts: u64,
+    /// Parts marked injected (model-part-provenance).
+    pub injected_parts: u64,
+    /// Placement-rule-3 carriers: records that map to no message, kept whole.
+    pub carriers: u64,
+    /// Sessions written natively / foreign.
+    pub native_sessions: u64,
+    pub foreign_sessions: u64,
+    /// Faults in the source, located.
+    pub errors: Vec<ParseError>,
+    /// Writes that failed (the source named, then what failed).
+    pub write_errors: Vec<String>,
+    /// What the target could not express.
+    pub losses: Losses,
+}
+
+impl Summary {
+    /// Whether every source was read and written without a fault.
+    pub fn is_clean(&self) -> bool {
+        self.errors.is_empty() && self.write_errors.is_empty()
+    }
+
+    /// Counts one event.
+    pub fn count(&mut self, event: &Event) {
+        match event {
+            Event::Session(_) => self.sessions += 1,
+            Event::Message(m) => {
+                self.messages += 1;
+                let parts = m.parts();
+                self.parts += parts.len() as u64;
+                self.injected_parts += parts
+                    .iter()
+                    .filter(|p| p.provenance() == Provenance::Injected)
+                    .count() as u64;
+                if let Message::System(s) = m
+                    && s.carried_record().is_some()
+                {
+                    self.carriers += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Why a conversion could not start.
+#[derive(Debug)]
+pub enum ConvertError {
+    /// The source codec cannot read, or the target cannot write.
+    MissingFace {
+        codec: &'static str,
+        face: &'static str,
+    },
+    /// The input could not be listed.
+    Discover(ParseError),
+}
+
+impl std::fmt::Display for ConvertError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::MissingFace { codec, face } => write!(f, "codec {codec} has no {face} face"),
+            Self::Discover(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConvertError {}
+
+/// Converts every session found at `input` from `from` to `to`, writing into `out`.
+/// `progress` is told (sources done, sources total) as the work goes.
+pub fn convert(
+    from: &Codec,
+    to: &Codec,
+    input: &Path,
+    out: &mut dyn Output,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Summary, ConvertError> {
+    let reader = from.read.ok_or(ConvertError::MissingFace {
+        codec: from.name,
+        face: "read",
+    })?;
+    let sources = reader.discover(input).map_err(ConvertError::Discover)?;
+    convert_sources(from, to, &sources, out, progress)
+}
+
+/// Converts the given source units (already discovered).
+pub fn convert_sources(
+    from: &Codec,
+    to: &Codec,
+    sources: &[Origin],
+    out: &mut dyn Output,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Summary, ConvertError> {
+    let reader = from.read.ok_or(ConvertError::MissingFace {
+        codec: from.name,
+        face: "read",
+    })?;
+    let face = to.write.ok_or(ConvertError::MissingFace {
+        codec: to.name,
+        face: "write",
+    })?;
+    let mut writer = face.writer();
+    let mut summary = Summary::default();
+    for (i, source) in sources.iter().enumerate() {
+        progress(i, sources.len());
+        summary.sources += 1;
+        let mut failed: Option<WriteError> = None;
+        let mut losses = Losses::default();
+        reader.read(source, &mut |item| match item {
+            Err(e) => summary.errors.push(e),
+            Ok(event) => {
+                summary.count(&event);
+                if failed.is_some() {
+                    return;
+                }
+                let mut target = Target {
+                    out: &mut *out,
+                    losses: &mut losses,
+                };
+                let result = match &event {
+                    Event::Session(s) => {
+                        let fidelity = Fidelity::decide(s, to.source_agent);
+                        match fidelity {
+                            Fidelity::Native => summary.native_sessions += 1,
+                            Fidelity::Foreign => summary.foreign_sessions += 1,
+                        }
+                        writer.session(s, fidelity, &mut target)
+                    }
+                    Event::Message(m) => writer.message(m, &mut target),
+                };
+                failed = result.err();
+            }
+        });
+        if failed.is_none() {
+            let mut target = Target {
+                out: &mut *out,
+                losses: &mut losses,
+            };
+            failed = writer.end_source(&mut target).err();
+        }
+        if let Some(e) = failed {
+            summary
+                .write_errors
+                .push(format!("{}: {e}", source.path().display()));
+        }
+        summary.losses.merge(losses);
+    }
+    progress(sources.len(), sources.len());
+    Ok(summary)
+}
+
+/// Reads every session at `input` with `codec`, collecting events and faults (for tests, the
+/// conformance suite, and small inputs; large inputs should stream through [`convert`]).
+pub fn read_all(
+    codec: &Codec,
+    input: &Path,
+) -> Result<(Vec<Event>, Vec<ParseError>), ConvertError> {
+    let reader = codec.read.ok_or(ConvertError::MissingFace {
+        codec: codec.name,
+        face: "read",
+    })?;
+    let mut events = Vec::new();
+    let mut errors = Vec::new();
+    for source in reader.discover(input).map_err(ConvertError::Discover)? {
+        reader.read(&source, &mut |item| match item {
+            Ok(e) => events.push(e),
+            Err(e) => errors.push(e),
+        });
+    }
+    Ok((events, errors))
+}

@@ -1,0 +1,241 @@
+//! The two faces of a codec (spec 6.1) and what they write into.
+//!
+//! A [`ReadFace`] is configured against a source and streams canonical [`Event`]s; a
+//! [`WriteFace`] makes [`SessionWriter`]s, pure functions of canonical input that hold no source.
+//! They are separate traits, implemented by separate types. Whether a write is native or foreign
+//! is decided by [`Fidelity::decide`], never by the codec (spec 6.3).
+
+use pond_canonical::{Event, Message, Origin, ParseError, Session};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+/// How sure a read face is that an input is in its format (for `pond convert` without `--from`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Sniff {
+    /// Not this format.
+    No,
+    /// Could be (for example, JSONL of unknown shape).
+    Maybe,
+    /// This format's own markers were found.
+    Yes,
+}
+
+/// The parse face: finds sources below an input and streams their canonical events.
+pub trait ReadFace: Sync {
+    /// The source units (session files, databases) at or below `input`, in a stable order, each
+    /// with its path relative to `input` (a file input is relative to its own folder).
+    fn discover(&self, input: &Path) -> Result<Vec<Origin>, ParseError>;
+
+    /// How sure this codec is that `input` (a file or folder) holds its format.
+    fn sniff(&self, input: &Path) -> Sniff;
+
+    /// Parses one source unit. Every event and every fault goes to `emit` in source order: a
+    /// fault never ends the stream early unless the source cannot be read at all
+    /// (adapter-integrity-no-silent-drops).
+    fn read(&self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>));
+
+    /// Files read as part of `source` besides the source itself (sidecars such as Claude Code's
+    /// `agent-*.meta.json`), with their paths relative to the same input root. A native write
+    /// reproduces them too.
+    fn companions(&self, source: &Origin) -> Vec<Origin> {
+        let _ = source;
+        Vec::new()
+    }
+}
+
+/// The serialize face: makes writers. Holds no source (spec 6.1).
+pub trait WriteFace: Sync {
+    /// A writer for one conversion run.
+    fn writer(&self) -> Box<dyn SessionWriter>;
+}
+
+/// Whether a write reproduces a session in its own format (lossless) or in another (best effort).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fidelity {
+    /// The session's origin is this writer's codec: the write MUST be value-complete
+    /// (adapter-native-restore-lossless).
+    Native,
+    /// Any other writer: a valid, idiomatic session of the target, with every loss reported.
+    Foreign,
+}
+
+impl Fidelity {
+    /// Decided by the system from the session's origin and the writer's (spec 6.3).
+    pub fn decide(session: &Session, writer_source_agent: &str) -> Self {
+        if session.source_agent == writer_source_agent {
+            Self::Native
+        } else {
+            Self::Foreign
+        }
+    }
+}
+
+/// A streaming writer: sessions and messages arrive in event order and leave as files.
+pub trait SessionWriter {
+    /// A session begins (its messages follow, possibly interleaved with other sessions').
+    fn session(
+        &mut self,
+        session: &Session,
+        fidelity: Fidelity,
+        target: &mut Target<'_>,
+    ) -> Result<(), WriteError>;
+
+    /// A message of a session already announced.
+    fn message(&mut self, message: &Message, target: &mut Target<'_>) -> Result<(), WriteError>;
+
+    /// The end of one source unit's events: write out anything held back for it.
+    fn end_source(&mut self, target: &mut Target<'_>) -> Result<(), WriteError>;
+}
+
+/// Where a writer's output goes, and where it reports what it could not express.
+pub struct Target<'a> {
+    /// The files being written.
+    pub out: &'a mut dyn Output,
+    /// What the target format could not express.
+    pub losses: &'a mut Losses,
+}
+
+/// A set of files being written, addressed by relative path.
+pub trait Output {
+    /// Appends `bytes` to the file at `relative` (created on first use). `relative` must be a
+    /// plain relative path: session data never decides where pond writes.
+    fn append(&mut self, relative: &str, bytes: &[u8]) -> Result<(), WriteError>;
+}
+
+/// A write that could not be done.
+#[derive(Debug)]
+pub enum WriteError {
+    /// A path built from session data would leave the output directory, or is not a plain name.
+    UnsafePath { path: String, reason: &'static str },
+    /// The file exists already; pond never overwrites.
+    Exists { path: String },
+    /// The target format cannot hold this session at all (and so nothing of it was written).
+    Unrepresentable { session: String, reason: String },
+    /// The filesystem failed.
+    Io { path: String, error: std::io::Error },
+    /// Output that can hold only one file got a second one.
+    SingleFileOnly { first: String, second: String },
+}
+
+impl fmt::Display for WriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnsafePath { path, reason } => write!(f, "refusing to write {path:?}: {reason}"),
+            Self::Exists { path } => {
+                write!(f, "{path} exists already; pond does not overwrite files")
+            }
+            Self::Unrepresentable { session, reason } => {
+                write!(f, "session {session} cannot be written: {reason}")
+            }
+            Self::Io { path, error } => write!(f, "{path}: {error}"),
+            Self::SingleFileOnly { first, second } => write!(
+                f,
+                "the conversion produces more than one file ({first}, {second}, ...): use --out DIR"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for WriteError {}
+
+/// Checks that `relative` is a plain relative path with no way out of the directory it is joined to.
+pub fn check_relative_path(relative: &str) -> Result<(), WriteError> {
+    let unsafe_path = |reason| {
+        Err(WriteError::UnsafePath {
+            path: relative.to_owned(),
+            reason,
+        })
+    };
+    if relative.is_empty() {
+        return unsafe_path("empty path");
+    }
+    if relative.starts_with('/') || relative.starts_with('\\') || relative.contains('\0') {
+        return unsafe_path("not a relative path");
+    }
+    for part in relative.split(['/', '\\']) {
+        match part {
+            "" => return unsafe_path("empty path component"),
+            "." | ".." => return unsafe_path("path component `.` or `..`"),
+            p if p.contains(':') && cfg!(windows) => return unsafe_path("drive or stream name"),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// What a conversion could not carry into its target, by kind (spec: the loss report).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Losses {
+    /// Per kind of loss: how often, and the first place it happened.
+    pub kinds: BTreeMap<String, Loss>,
+}
+
+/// One kind of loss.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Loss {
+    /// How many times.
+    pub count: u64,
+    /// The first place: a session and message id, or a source location.
+    pub first: String,
+    /// What was lost, for a person.
+    pub detail: String,
+}
+
+impl Losses {
+    /// Records one loss of `kind` at `location`.
+    pub fn record(&mut self, kind: &str, location: impl fmt::Display, detail: impl fmt::Display) {
+        self.kinds
+            .entry(kind.to_owned())
+            .and_modify(|l| l.count += 1)
+            .or_insert_with(|| Loss {
+                count: 1,
+                first: location.to_string(),
+                detail: detail.to_string(),
+            });
+    }
+
+    /// Whether nothing was lost.
+    pub fn is_empty(&self) -> bool {
+        self.kinds.is_empty()
+    }
+
+    /// Adds another report's counts to this one.
+    pub fn merge(&mut self, other: Losses) {
+        for (kind, loss) in other.kinds {
+            self.kinds
+                .entry(kind)
+                .and_modify(|l| l.count += loss.count)
+                .or_insert(loss);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crafted_paths_cannot_leave_the_output() {
+        for bad in [
+            "../../.bashrc",
+            "/etc/passwd",
+            "a/../../b",
+            "",
+            "a//b",
+            "./a",
+            "a\0b",
+        ] {
+            assert!(check_relative_path(bad).is_err(), "{bad:?} accepted");
+        }
+        for good in [
+            "a.jsonl",
+            "-Users-me-proj/4f3e.jsonl",
+            "2025/06/02/rollout-x.jsonl",
+        ] {
+            assert!(check_relative_path(good).is_ok(), "{good:?} refused");
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! [`Output`] implementations: a directory, memory, and a single stream.
+
+use crate::face::{Output, WriteError, check_relative_path};
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+/// Files under a directory. Every path is checked to stay inside it, and a file that exists
+/// before this run is never opened for writing.
+pub struct DirOutput {
+    root: PathBuf,
+    open: BTreeMap<String, BufWriter<File>>,
+    written: Vec<String>,
+}
+
+/// How many files a [`DirOutput`] keeps open at once; older ones are flushed and closed.
+const MAX_OPEN_FILES: usize = 64;
+
+impl DirOutput {
+    /// Output below `root` (created if missing).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            open: BTreeMap::new(),
+            written: Vec::new(),
+        }
+    }
+
+    /// The relative paths written, in the order first written.
+    pub fn written(&self) -> &[String] {
+        &self.written
+    }
+
+    /// Flushes and closes every file.
+    pub fn finish(&mut self) -> Result<(), WriteError> {
+        for (path, mut w) in std::mem::take(&mut self.open) {
+            w.flush().map_err(|error| WriteError::Io { path, error })?;
+        }
+        Ok(())
+    }
+}
+
+impl Output for DirOutput {
+    fn append(&mut self, relative: &str, bytes: &[u8]) -> Result<(), WriteError> {
+        if !self.open.contains_key(relative) {
+            check_relative_path(relative)?;
+            let path = self.root.join(relative);
+            let io = |error| WriteError::Io {
+                path: path.display().to_string(),
+                error,
+            };
+            let first_time = !self.written.iter().any(|w| w == relative);
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(io)?;
+            }
+            let file = if first_time {
+                OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)
+                    .map_err(|e| {
+                        if e.kind() == std::io::ErrorKind::AlreadyExists {
+                            WriteError::Exists {
+                                path: path.display().to_string(),
+                            }
+                        } else {
+                            io(e)
+                        }
+                    })?
+            } else {
+                OpenOptions::new().append(true).open(&path).map_err(io)?
+            };
+            if first_time {
+                self.written.push(relative.to_owned());
+            }
+            if self.open.len() >= MAX_OPEN_FILES
+                && let Some((old, mut w)) = self.open.pop_first()
+            {
+                w.flush()
+                    .map_err(|error| WriteError::Io { path: old, error })?;
+            }
+            self.open.insert(
+                relative.to_owned(),
+                BufWriter::with_capacity(256 * 1024, file),
+            );
+        }
+        let w = self.open.get_mut(relative).expect("opened above");
+        w.write_all(bytes).map_err(|error| WriteError::Io {
+            path: relative.to_owned(),
+            error,
+        })
+    }
+}
+
+impl Drop for DirOutput {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+/// Files in memory, for tests and for comparing a write with its source.
+#[derive(Debug, Default)]
+pub struct MemoryOutput {
+    /// Relative path to contents.
+    pub files: BTreeMap<String, Vec<u8>>,
+}
+
+impl Output for MemoryOutput {
+    fn append(&mut self, relative: &str, bytes: &[u8]) -> Result<(), WriteError> {
+        check_relative_path(relative)?;
+        self.files
+            .entry(relative.to_owned())
+            .or_default()
+            .extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// One file's contents to a stream (stdout, or `-o FILE`); a second file is an error.
+pub struct SingleFileOutput<W: Write> {
+    sink: W,
+    name: Option<String>,
+}
+
+impl<W: Write> SingleFileOutput<W> {
+    /// Output to `sink`.
+    pub fn new(sink: W) -> Self {
+        Self { sink, name: None }
+    }
+
+    /// The relative path the writer gave the file, once one was written.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// Flushes the stream.
+    pub fn finish(&mut self) -> Result<(), WriteError> {
+        self.sink.flush().map_err(|error| WriteError::Io {
+            path: "-".into(),
+            error,
+        })
+    }
+}
+
+impl<W: Write> Output for SingleFileOutput<W> {
+    fn append(&mut self, relative: &str, bytes: &[u8]) -> Result<(), WriteError> {
+        check_relative_path(relative)?;
+        match &self.name {
+            None => self.name = Some(relative.to_owned()),
+            Some(first) if first != relative => {
+                return Err(WriteError::SingleFileOnly {
+                    first: first.clone(),
+                    second: relative.to_owned(),
+                });
+            }
+            Some(_) => {}
+        }
+        self.sink.write_all(bytes).map_err(|error| WriteError::Io {
+            path: relative.to_owned(),
+            error,
+        })
+    }
+}

@@ -1,0 +1,57 @@
+//! The codec registry (spec 6.7): every codec is listed here, once. Adding a codec is a new
+//! folder under `codecs/src/` plus one line in [`CODECS`]; nothing else dispatches on codec names.
+
+use crate::face::{ReadFace, WriteFace};
+use serde::Serialize;
+
+/// A codec: a name, the brand of the sessions it reads, and its faces.
+#[derive(Serialize)]
+pub struct Codec {
+    /// The name used on the command line (`claude-code`).
+    pub name: &'static str,
+    /// Other names people use for it (`claude`).
+    pub aliases: &'static [&'static str],
+    /// The `Session.source_agent` brand of what its read face produces; a write by a codec whose
+    /// brand equals a session's is native (spec 6.3).
+    pub source_agent: &'static str,
+    /// One line on the format.
+    pub description: &'static str,
+    /// The parse face, if the codec reads.
+    #[serde(skip)]
+    pub read: Option<&'static dyn ReadFace>,
+    /// The serialize face, if the codec writes.
+    #[serde(skip)]
+    pub write: Option<&'static dyn WriteFace>,
+}
+
+impl Codec {
+    /// The faces this codec has, for listings: `read`, `write`.
+    pub fn faces(&self) -> Vec<&'static str> {
+        let mut faces = Vec::new();
+        if self.read.is_some() {
+            faces.push("read");
+        }
+        if self.write.is_some() {
+            faces.push("write");
+        }
+        faces
+    }
+}
+
+/// Every codec pond has.
+pub static CODECS: &[&Codec] = &[
+    // one line per codec
+];
+
+/// The codec called `name` or one of its aliases.
+pub fn find(name: &str) -> Option<&'static Codec> {
+    CODECS
+        .iter()
+        .copied()
+        .find(|c| c.name == name || c.aliases.contains(&name))
+}
+
+/// The names of every codec, for error messages.
+pub fn names() -> Vec<&'static str> {
+    CODECS.iter().map(|c| c.name).collect()
+}

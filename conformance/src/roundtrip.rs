@@ -1,0 +1,211 @@
+//! Native round trip (spec 6.8, adapter-native-restore-lossless): read a source with its own
+//! codec, write it back natively, and require every file to come back at the same relative path
+//! with every line an equal JSON value.
+
+use pond_codecs::Codec;
+use pond_codecs::convert::convert_sources;
+use pond_codecs::output::MemoryOutput;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// The outcome for one file of a round trip.
+#[derive(Debug, Serialize)]
+pub struct FileResult {
+    /// The file's path relative to the input root.
+    pub path: String,
+    /// `None` when the written file is value-equal to the source; the first difference otherwise.
+    pub difference: Option<String>,
+}
+
+/// The outcome of a native round trip over one input.
+#[derive(Debug, Serialize)]
+pub struct RoundTrip {
+    /// The codec.
+    pub codec: &'static str,
+    /// Files compared.
+    pub files: Vec<FileResult>,
+    /// Sources skipped because reading them reported faults (they are not well-formed).
+    pub malformed: Vec<String>,
+    /// Parse faults, as text.
+    pub faults: Vec<String>,
+    /// Write failures, as text.
+    pub write_errors: Vec<String>,
+    /// Losses the writer reported; a native write must report none.
+    pub losses: Vec<String>,
+}
+
+impl RoundTrip {
+    /// Whether every well-formed file came back equal and the write lost nothing.
+    pub fn passed(&self) -> bool {
+        self.files.iter().all(|f| f.difference.is_none())
+            && self.write_errors.is_empty()
+            && self.losses.is_empty()
+    }
+
+    /// The differences, one per line, for assertion messages.
+    pub fn report(&self) -> String {
+        let mut lines: Vec<String> = self
+            .files
+            .iter()
+            .filter_map(|f| f.difference.as_ref().map(|d| format!("{}: {d}", f.path)))
+            .collect();
+        lines.extend(self.write_errors.iter().cloned());
+        lines.extend(
+            self.losses
+                .iter()
+                .map(|l| format!("native write reported a loss: {l}")),
+        );
+        lines.join("\n")
+    }
+}
+
+/// Reads `input` with `codec`, writes it back natively in memory, and compares file by file.
+pub fn native_round_trip(codec: &'static Codec, input: &Path) -> Result<RoundTrip, String> {
+    let reader = codec
+        .read
+        .ok_or_else(|| format!("{} has no read face", codec.name))?;
+    let sources = reader.discover(input).map_err(|e| e.to_string())?;
+    let mut out = MemoryOutput::default();
+    let summary = convert_sources(codec, codec, &sources, &mut out, &mut |_, _| {})
+        .map_err(|e| e.to_string())?;
+
+    let faulty: BTreeSet<&Path> = summary.errors.iter().map(|e| e.file.as_path()).collect();
+    let mut expected: BTreeMap<String, std::path::PathBuf> = BTreeMap::new();
+    let mut malformed = Vec::new();
+    for source in &sources {
+        let rel = source.relative().into_inner().to_owned();
+        if faulty.contains(source.path()) {
+            malformed.push(rel);
+            continue;
+        }
+        expected.insert(rel, source.path().to_owned());
+        for companion in reader.companions(source) {
+            expected.insert(
+                companion.relative().into_inner().to_owned(),
+                companion.path().to_owned(),
+            );
+        }
+    }
+    let mut files = Vec::new();
+    for (rel, path) in &expected {
+        let difference = match out.files.get(rel) {
+            None => Some("not written".to_owned()),
+            Some(written) => compare_file(path, written),
+        };
+        files.push(FileResult {
+            path: rel.clone(),
+            difference,
+        });
+    }
+    for rel in out.files.keys().filter(|k| !expected.contains_key(*k)) {
+        if malformed.contains(rel) {
+            continue;
+        }
+        files.push(FileResult {
+            path: rel.clone(),
+            difference: Some("written, but there is no such source file".into()),
+        });
+    }
+    Ok(RoundTrip {
+        codec: codec.name,
+        files,
+        malformed,
+        faults: summary.errors.iter().map(ToString::to_string).collect(),
+        write_errors: summary.write_errors,
+        losses: summary
+            .losses
+            .kinds
+            .iter()
+            .map(|(k, l)| format!("{k} x{} (first at {})", l.count, l.first))
+            .collect(),
+    })
+}
+
+/// Compares a source file with what was written for it: line by line for JSONL, whole for JSON.
+pub fn compare_file(source: &Path, written: &[u8]) -> Option<String> {
+    let original = match std::fs::read(source) {
+        Ok(b) => b,
+        Err(e) => return Some(format!("cannot read source: {e}")),
+    };
+    let name = source.to_string_lossy();
+    if name.ends_with(".json") {
+        return compare_values(&original, written).map(|d| format!("document differs: {d}"));
+    }
+    let left: Vec<&[u8]> = json_lines(&original);
+    let right: Vec<&[u8]> = json_lines(written);
+    for (i, (l, r)) in left.iter().zip(&right).enumerate() {
+        if let Some(d) = compare_values(l, r) {
+            return Some(format!("record {} differs: {d}", i + 1));
+        }
+    }
+    if left.len() != right.len() {
+        return Some(format!(
+            "{} records in the source, {} written",
+            left.len(),
+            right.len()
+        ));
+    }
+    None
+}
+
+fn json_lines(bytes: &[u8]) -> Vec<&[u8]> {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .collect()
+}
+
+fn compare_values(left: &[u8], right: &[u8]) -> Option<String> {
+    let l: Value = match serde_json::from_slice(left) {
+        Ok(v) => v,
+        Err(e) => return Some(format!("source is not JSON: {e}")),
+    };
+    let r: Value = match serde_json::from_slice(right) {
+        Ok(v) => v,
+        Err(e) => return Some(format!("written text is not JSON: {e}")),
+    };
+    if l == r {
+        return None;
+    }
+    Some(first_difference(&l, &r, String::new()))
+}
+
+/// The JSON pointer of the first place two values differ, with both sides.
+pub fn first_difference(l: &Value, r: &Value, at: String) -> String {
+    match (l, r) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in a {
+                match b.get(k) {
+                    None => {
+                        return format!(
+                            "{at}/{k}: missing in the written record (source has {})",
+                            short(v)
+                        );
+                    }
+                    Some(w) if w != v => return first_difference(v, w, format!("{at}/{k}")),
+                    _ => {}
+                }
+            }
+            if let Some((k, v)) = b.iter().find(|(k, _)| !a.contains_key(*k)) {
+                return format!("{at}/{k}: added in the written record ({})", short(v));
+            }
+            format!("{at}: differs")
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            let i = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(0);
+            first_difference(&a[i], &b[i], format!("{at}/{i}"))
+        }
+        _ => format!("{at}: source {} but written {}", short(l), short(r)),
+    }
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 120 {
+        format!("{}...", &s[..s.floor_char_boundary(117)])
+    } else {
+        s
+    }
+}
