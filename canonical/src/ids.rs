@@ -55,7 +55,7 @@ macro_rules! id_type {
 }
 
 id_type!(
-    /// Identifies a [`Session`](crate::Session). Source-supplied where the source has a stable id.
+    /// Identifies a session. Source-supplied where the source has a stable id.
     SessionId
 );
 id_type!(
