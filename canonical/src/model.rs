@@ -206,7 +206,7 @@ pub enum Part {
 impl Part {
     /// The part's id.
     pub fn id(&self) -> &PartId {
-        &self.common().0
+        self.common().0
     }
 
     /// The session and message the part claims to belong to.

@@ -152,6 +152,13 @@ impl Extracted<Map<String, Value>> {
         self.0.get(key).map(Extracted)
     }
 
+    /// Puts an extracted value back under `key`: a codec that took a nested member out of a
+    /// sub-object (a tool state's `input`) returns the remainder to the record's leftovers. Only
+    /// extracted values go in, so this cannot introduce synthesized data (model-no-synthesis).
+    pub fn insert(&mut self, key: &str, value: Extracted<Value>) {
+        self.0.insert(key.to_owned(), value.0);
+    }
+
     /// The object as a JSON value.
     pub fn into_value(self) -> Extracted<Value> {
         Extracted(Value::Object(self.0))

@@ -87,7 +87,7 @@ fn detect(input: &Path) -> Result<&'static Codec, String> {
         .filter_map(|c| c.read.map(|r| (*c, r.sniff(input))))
         .filter(|(_, s)| *s != Sniff::No)
         .collect();
-    best.sort_by(|a, b| b.1.cmp(&a.1));
+    best.sort_by_key(|b| std::cmp::Reverse(b.1));
     match best.as_slice() {
         [] => Err(format!(
             "no codec recognises {}; name one with --from",

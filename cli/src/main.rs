@@ -35,6 +35,15 @@ enum Command {
     Convert(convert::ConvertArgs),
     /// List the codecs pond has: name, the brand of sessions it reads, and its faces.
     Codecs,
+    /// Run the codec conformance suite: native round trips and every foreign pair over fixtures.
+    ///
+    /// Each fixture root holds one folder per codec (`claude-code/`, `codex/`, ...). Exits 1 if
+    /// any check fails.
+    Conformance {
+        /// A fixture root; repeatable. Default: `../shared/fixtures` and `fixtures`, where present.
+        #[arg(long = "fixtures", value_name = "DIR")]
+        fixtures: Vec<std::path::PathBuf>,
+    },
     /// Print the JSON Schema of the canonical model (spec 7.2).
     Schema {
         /// Which document to describe.
@@ -61,6 +70,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Convert(args) => convert::run(args, cli.json),
         Command::Codecs => codecs(cli.json),
+        Command::Conformance { fixtures } => conformance(fixtures, cli.json),
         Command::Schema { kind } => {
             let schema = match kind {
                 SchemaKind::Session => pond_canonical::schema::session_log_schema(),
@@ -113,4 +123,33 @@ fn codecs(json: bool) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+fn conformance(mut roots: Vec<std::path::PathBuf>, json: bool) -> ExitCode {
+    if roots.is_empty() {
+        roots = ["../shared/fixtures", "fixtures"]
+            .iter()
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_dir())
+            .collect();
+    }
+    if roots.is_empty() {
+        eprintln!("pond conformance: no fixture root found; give one with --fixtures DIR");
+        return ExitCode::from(2);
+    }
+    let checks = pond_conformance::suite::run(&roots);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&checks).expect("JSON"));
+    } else {
+        print!("{}", pond_conformance::suite::table(&checks));
+    }
+    if checks.is_empty() {
+        eprintln!("pond conformance: no codec fixtures under {roots:?}");
+        return ExitCode::from(1);
+    }
+    if checks.iter().all(|c| c.passed()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

@@ -43,6 +43,14 @@ pub trait ReadFace: Sync {
         let _ = source;
         Vec::new()
     }
+
+    /// Whether a native write reproduces `source` as the same file. True for a codec whose
+    /// sources are its native files; false for a source read in another form than the codec
+    /// writes (opencode's database, which writes back as `opencode export` documents).
+    fn mirrors(&self, source: &Origin) -> bool {
+        let _ = source;
+        true
+    }
 }
 
 /// The serialize face: makes writers. Holds no source (spec 6.1).

@@ -7,10 +7,14 @@
 //! Codecs build canonical values only through `pond_canonical::seam`, so they cannot synthesize
 //! source data or leave a part's provenance unclassified. This crate never depends on the store.
 
+pub mod claude_code;
+pub mod codex;
 pub mod convert;
 pub mod face;
 pub mod jsonl;
+pub mod opencode;
 pub mod output;
+pub mod pi;
 pub mod registry;
 
 pub use face::{

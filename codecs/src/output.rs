@@ -106,6 +106,20 @@ pub struct MemoryOutput {
     pub files: BTreeMap<String, Vec<u8>>,
 }
 
+impl MemoryOutput {
+    /// Writes every file below `root` (for reading a write back with a read face).
+    pub fn write_to(&self, root: &std::path::Path) -> std::io::Result<()> {
+        for (rel, bytes) in &self.files {
+            let path = root.join(rel);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(&path, bytes)?;
+        }
+        Ok(())
+    }
+}
+
 impl Output for MemoryOutput {
     fn append(&mut self, relative: &str, bytes: &[u8]) -> Result<(), WriteError> {
         check_relative_path(relative)?;

@@ -41,6 +41,10 @@ impl Codec {
 /// Every codec pond has.
 pub static CODECS: &[&Codec] = &[
     // one line per codec
+    &crate::opencode::CODEC,
+    &crate::pi::CODEC,
+    &crate::codex::CODEC,
+    &crate::claude_code::CODEC,
 ];
 
 /// The codec called `name` or one of its aliases.

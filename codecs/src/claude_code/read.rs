@@ -1,0 +1,473 @@
+//! The Claude Code read face: finds transcripts below an input and streams their sessions.
+//!
+//! Layout (format reference §1): `~/.claude/projects/<encoded cwd>/<session id>.jsonl`, with
+//! sub-agent transcripts in three eras:
+//!
+//! 1. inline: `isSidechain: true` records inside the main file. Each chain (a root with
+//!    `parentUuid: null` and the records hanging off it), or each `agentId`, becomes a child
+//!    session `<session id>/sidechain-<root uuid>` or `<session id>/agent-<agentId>`;
+//! 2. flat: `<project>/agent-<id>.jsonl` beside the main file;
+//! 3. nested: `<project>/<session id>/subagents/agent-<id>.jsonl`, with an optional
+//!    `agent-<id>.meta.json` sidecar (a [`companion`](ReadFace::companions), carried in the
+//!    session's `options.source.sidecar` so a native write re-creates it).
+//!
+//! An `agent-*.jsonl` file is one child session `<parent session id>/agent-<id>`, its parent the
+//! `sessionId` its records carry. Every session records its file's path relative to the input in
+//! `options.source.path`, which is where a native write puts it again.
+//!
+//! A file is read twice: a survey pass assigns each line to its session and finds each session's
+//! project (`cwd`, model-project-non-empty) and creation time, so that the `Session` event can
+//! precede its messages (adapter-integrity-event-ordering) without holding the file in memory;
+//! the second pass places every record and reports every fault.
+
+use super::CODEC_NAME;
+use super::records::{self, LineContext};
+use crate::face::{ReadFace, Sniff};
+use crate::jsonl;
+use pond_canonical::bounded::bounded_object;
+use pond_canonical::{
+    Event, Extracted, Locator, Origin, ParseError, ParseErrorKind, Project, Record, Session,
+    SessionId, Timestamp, options_ns,
+};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::Path;
+
+/// Reads Claude Code transcripts: one file, a project folder, or a whole projects tree.
+pub struct ClaudeCodeReader;
+
+impl ReadFace for ClaudeCodeReader {
+    fn discover(&self, input: &Path) -> Result<Vec<Origin>, ParseError> {
+        let io_error = |path: &Path, detail: String| {
+            Origin::new(CODEC_NAME, path, "").error(Locator::File, ParseErrorKind::Io { detail })
+        };
+        let meta = std::fs::metadata(input).map_err(|e| io_error(input, e.to_string()))?;
+        if meta.is_file() {
+            let name = input
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            return Ok(vec![Origin::new(CODEC_NAME, input, name)]);
+        }
+        let mut found = Vec::new();
+        for entry in walkdir::WalkDir::new(input).sort_by_file_name() {
+            let entry = entry.map_err(|e| {
+                let path = e.path().unwrap_or(input).to_owned();
+                io_error(&path, e.to_string())
+            })?;
+            if !entry.file_type().is_file() || !is_transcript(entry.path()) {
+                continue;
+            }
+            let Ok(relative) = entry.path().strip_prefix(input) else {
+                continue;
+            };
+            let relative: Vec<String> = relative
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            found.push(Origin::new(CODEC_NAME, entry.path(), relative.join("/")));
+        }
+        // A session's file before its `<sid>/subagents/` folder, so parents come first.
+        found.sort_by_cached_key(|o| {
+            let rel = o.relative().into_inner();
+            rel.strip_suffix(".jsonl").unwrap_or(rel).to_owned()
+        });
+        Ok(found)
+    }
+
+    fn sniff(&self, input: &Path) -> Sniff {
+        if input.is_dir() {
+            let files = walkdir::WalkDir::new(input)
+                .max_depth(3)
+                .sort_by_file_name()
+                .into_iter()
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_file() && is_transcript(e.path()))
+                .take(4);
+            return files
+                .map(|e| sniff_file(e.path()))
+                .max()
+                .unwrap_or(Sniff::No);
+        }
+        if is_transcript(input) {
+            sniff_file(input)
+        } else {
+            Sniff::No
+        }
+    }
+
+    fn read(&self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
+        read_source(source, emit);
+    }
+
+    fn companions(&self, source: &Origin) -> Vec<Origin> {
+        sidecar_of(source)
+            .filter(|s| s.path().is_file())
+            .into_iter()
+            .collect()
+    }
+}
+
+/// Whether `path` names a JSONL transcript.
+fn is_transcript(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "jsonl")
+}
+
+/// Whether the file's name marks a sub-agent transcript (eras 2 and 3).
+fn is_agent_file(source: &Origin) -> bool {
+    source
+        .path()
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("agent-"))
+}
+
+/// `agent-<id>.meta.json` beside `agent-<id>.jsonl`.
+fn sidecar_of(source: &Origin) -> Option<Origin> {
+    if !is_agent_file(source) {
+        return None;
+    }
+    let relative = source.relative().into_inner().strip_suffix(".jsonl")?;
+    let path = source.path().to_string_lossy();
+    let path = path.strip_suffix(".jsonl")?;
+    Some(Origin::new(
+        CODEC_NAME,
+        format!("{path}.meta.json"),
+        format!("{relative}.meta.json"),
+    ))
+}
+
+/// Looks at the first lines of a file for Claude Code's own markers.
+fn sniff_file(path: &Path) -> Sniff {
+    let Ok(file) = std::fs::File::open(path) else {
+        return Sniff::No;
+    };
+    let mut verdict = Sniff::No;
+    let reader = std::io::BufReader::new(std::io::Read::take(file, 1 << 20));
+    for line in reader.lines().take(8) {
+        let Ok(line) = line else { break };
+        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let typed = map.get("type").and_then(Value::as_str).is_some();
+        if typed && (map.contains_key("sessionId") || map.contains_key("leafUuid")) {
+            return Sniff::Yes;
+        }
+        if typed {
+            verdict = Sniff::Maybe;
+        }
+    }
+    verdict
+}
+
+/// What the survey learns about one session of a file.
+struct Group {
+    /// What makes the group a session of its own.
+    kind: GroupKind,
+    /// The first `cwd` among its records.
+    project: Option<Extracted<String>>,
+    /// The first usable `timestamp` among its records.
+    created_at: Option<Timestamp>,
+    /// The first `sessionId` among its records (an agent file's parent).
+    session_ref: Option<Extracted<String>>,
+    /// Records repeating a `uuid` seen earlier in the file (adapter-integrity-dedup).
+    duplicates: u64,
+    /// The first line of the group.
+    first_line: u64,
+}
+
+enum GroupKind {
+    /// The file's own session (the trunk, or the agent of an agent file).
+    File,
+    /// Inline sidechain records of one `agentId`.
+    Agent(Extracted<String>),
+    /// An inline sidechain chain without `agentId`, named by its root's uuid or position.
+    Chain(Extracted<String>),
+}
+
+impl Group {
+    fn new(kind: GroupKind, first_line: u64) -> Self {
+        Self {
+            kind,
+            project: None,
+            created_at: None,
+            session_ref: None,
+            duplicates: 0,
+            first_line,
+        }
+    }
+}
+
+/// The survey of a file: its groups, and for each record line its group and, for a repeated
+/// uuid, the line that had it first.
+struct Survey {
+    groups: Vec<Group>,
+    lines: HashMap<u64, (usize, Option<u64>)>,
+}
+
+fn survey(source: &Origin) -> Result<Survey, ParseError> {
+    let agent_file = is_agent_file(source);
+    let mut groups = vec![Group::new(GroupKind::File, 1)];
+    let mut lines = HashMap::new();
+    let mut uuid_group: HashMap<String, (usize, u64)> = HashMap::new();
+    let mut agent_group: HashMap<String, usize> = HashMap::new();
+    let file = jsonl::open(source)?;
+    jsonl::read_records(source, file, |record| {
+        let Ok(record) = record else { return };
+        let Locator::Line(line) = *record.locator() else {
+            return;
+        };
+        let sidechain = record
+            .get("isSidechain")
+            .and_then(|v| v.as_bool())
+            .is_some_and(|b| *b.get());
+        let group = if agent_file || !sidechain {
+            0
+        } else if let Some(agent) = record.str("agentId") {
+            let next = groups.len();
+            let g = *agent_group.entry(agent.get().to_string()).or_insert(next);
+            if g == next {
+                groups.push(Group::new(GroupKind::Agent(agent.to_owned()), line));
+            }
+            g
+        } else {
+            let parent = record
+                .str("parentUuid")
+                .and_then(|p| uuid_group.get(*p.get()))
+                .map(|(g, _)| *g)
+                .filter(|g| *g != 0);
+            match parent {
+                Some(g) => g,
+                None => {
+                    let name = match record.str("uuid") {
+                        Some(uuid) => uuid.to_owned(),
+                        None => record.position(),
+                    };
+                    groups.push(Group::new(GroupKind::Chain(name), line));
+                    groups.len() - 1
+                }
+            }
+        };
+        let mut duplicate_of = None;
+        if let Some(uuid) = record.str("uuid").filter(|u| !u.get().is_empty()) {
+            match uuid_group.get(*uuid.get()) {
+                Some((_, first)) => duplicate_of = Some(*first),
+                None => {
+                    uuid_group.insert(uuid.get().to_string(), (group, line));
+                }
+            }
+        }
+        lines.insert(line, (group, duplicate_of));
+        let g = &mut groups[group];
+        if duplicate_of.is_some() {
+            g.duplicates += 1;
+        }
+        if g.project.is_none() {
+            g.project = record
+                .str("cwd")
+                .filter(|c| !c.get().trim().is_empty())
+                .map(|c| c.to_owned());
+        }
+        if g.created_at.is_none() {
+            g.created_at = record
+                .str("timestamp")
+                .and_then(|t| Timestamp::parse(t).ok());
+        }
+        if g.session_ref.is_none() {
+            g.session_ref = record.str("sessionId").map(|s| s.to_owned());
+        }
+    });
+    Ok(Survey { groups, lines })
+}
+
+/// One session being read: made once its first record comes, or refused with an error.
+enum Slot {
+    Pending,
+    Open { id: SessionId, anchor: Timestamp },
+    Refused,
+}
+
+fn read_source(source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
+    let survey = match survey(source) {
+        Ok(s) => s,
+        Err(e) => return emit(Err(e)),
+    };
+    let file = match jsonl::open(source) {
+        Ok(f) => f,
+        Err(e) => return emit(Err(e)),
+    };
+    let mut slots: Vec<Slot> = survey.groups.iter().map(|_| Slot::Pending).collect();
+    let mut tool_names = HashMap::new();
+    jsonl::read_records(source, file, |record| {
+        let record = match record {
+            Ok(r) => r,
+            // adapter-integrity-no-silent-drops: every bad line is a located, typed error.
+            Err(e) => return emit(Err(e)),
+        };
+        let Locator::Line(line) = *record.locator() else {
+            return;
+        };
+        let Some(&(group, duplicate_of)) = survey.lines.get(&line) else {
+            // The file changed between the two passes.
+            return emit(Err(record.error(ParseErrorKind::Unrecognized {
+                detail: "the file changed while it was being read".into(),
+            })));
+        };
+        if let Slot::Pending = slots[group] {
+            slots[group] = open_session(source, &survey.groups, group, emit);
+        }
+        let Slot::Open { id, anchor } = &slots[group] else {
+            return;
+        };
+        let mut ctx = LineContext {
+            session: id,
+            anchor,
+            duplicate_of,
+            tool_names: &mut tool_names,
+        };
+        let (message, errors) = records::place(record, &mut ctx);
+        for e in errors {
+            emit(Err(e));
+        }
+        emit(Ok(Event::Message(message)));
+    });
+}
+
+/// Emits the `Session` of `group`, or the error that refuses it.
+fn open_session(
+    source: &Origin,
+    groups: &[Group],
+    group: usize,
+    emit: &mut dyn FnMut(Result<Event, ParseError>),
+) -> Slot {
+    let g = &groups[group];
+    let trunk = &groups[0];
+    let at = Locator::Line(g.first_line);
+    // model-project-non-empty: the project is the records' `cwd`; an inline sidechain without
+    // one belongs to its file's trunk, whose `cwd` is real data of the same file.
+    let project = g
+        .project
+        .clone()
+        .or_else(|| match g.kind {
+            GroupKind::File => None,
+            _ => trunk.project.clone(),
+        })
+        .and_then(Project::from_extracted);
+    let Some(project) = project else {
+        emit(Err(source.error(at, ParseErrorKind::NoProject)));
+        return Slot::Refused;
+    };
+    let Some(created_at) = g.created_at.clone() else {
+        emit(Err(source.error(
+            at,
+            ParseErrorKind::MissingField {
+                field: "timestamp (no record of the session has one)".into(),
+            },
+        )));
+        return Slot::Refused;
+    };
+    let Some(stem) = source.file_stem() else {
+        emit(Err(source.error(
+            Locator::File,
+            ParseErrorKind::Unrecognized {
+                detail: "the file name has no stem to name the session by".into(),
+            },
+        )));
+        return Slot::Refused;
+    };
+    let (id, parent, kind): (Extracted<String>, Option<Extracted<String>>, &str) = match &g.kind {
+        GroupKind::File if is_agent_file(source) => {
+            // The parent is the `<sid>` of a `<sid>/subagents/` folder (the layout is the
+            // structural link), else the trunk `sessionId` the records carry (flat era).
+            let parent = nested_parent(source).or_else(|| g.session_ref.clone());
+            let id = match &parent {
+                Some(p) => p.as_ref().derive(|p| format!("{p}/{}", stem.get())),
+                None => stem.clone(),
+            };
+            (id, parent, "subagent")
+        }
+        GroupKind::File => (stem.clone(), None, "main"),
+        GroupKind::Agent(agent) => (
+            stem.as_ref()
+                .derive(|s| format!("{s}/agent-{}", agent.get())),
+            Some(stem.clone()),
+            "inline_agent",
+        ),
+        GroupKind::Chain(root) => (
+            stem.as_ref()
+                .derive(|s| format!("{s}/sidechain-{}", root.get())),
+            Some(stem.clone()),
+            "inline_sidechain",
+        ),
+    };
+    let id = SessionId::from(id);
+    let mut session = Session::new(id.clone(), super::SOURCE_AGENT, created_at.clone(), project);
+    if let Some(parent) = parent {
+        // A plain spawn: parent session only, no cut-point (spec 4.5).
+        session.set_parent(SessionId::from(parent), None);
+    }
+    let options = options_ns(&mut session.options, "source");
+    options.insert(
+        "path".into(),
+        Value::from(source.relative().into_inner().to_owned()),
+    );
+    options.insert("kind".into(), kind.into());
+    if g.duplicates > 0 {
+        // adapter-integrity-dedup: visible in the session, the lines themselves kept.
+        options.insert("duplicate_uuids".into(), Value::from(g.duplicates));
+    }
+    if matches!(g.kind, GroupKind::File)
+        && let Some(sidecar) = sidecar_of(source)
+        && sidecar.path().is_file()
+    {
+        match read_sidecar(&sidecar) {
+            Ok(value) => {
+                options.insert(
+                    "sidecar".into(),
+                    serde_json::json!({
+                        "path": sidecar.relative().into_inner(),
+                        "value": value,
+                    }),
+                );
+            }
+            Err(e) => emit(Err(e)),
+        }
+    }
+    emit(Ok(Event::Session(session)));
+    Slot::Open {
+        id,
+        anchor: created_at,
+    }
+}
+
+/// `<sid>` of `<sid>/subagents/agent-<id>.jsonl`, from the relative path.
+fn nested_parent(source: &Origin) -> Option<Extracted<String>> {
+    source.relative().derive_opt(|r| {
+        let mut parts = r.rsplit('/');
+        let _file = parts.next()?;
+        (parts.next()? == "subagents").then_some(())?;
+        parts.next().map(str::to_owned)
+    })
+}
+
+/// The sidecar's JSON object, bounded like any options value.
+fn read_sidecar(sidecar: &Origin) -> Result<Value, ParseError> {
+    let bytes = std::fs::read(sidecar.path()).map_err(|e| {
+        sidecar.error(
+            Locator::File,
+            ParseErrorKind::Io {
+                detail: e.to_string(),
+            },
+        )
+    })?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        sidecar.error(
+            Locator::File,
+            ParseErrorKind::InvalidJson {
+                detail: e.to_string(),
+            },
+        )
+    })?;
+    let record = Record::from_value(sidecar, Locator::File, value)?;
+    Ok(Value::Object(bounded_object(record.into_rest())))
+}

@@ -1,0 +1,210 @@
+//! The native write: one `opencode export` document per session, which `opencode import` accepts.
+//!
+//! Decision (for docs/decisions.md): whatever the source (export JSON, `opencode.db`, the legacy
+//! storage tree), the opencode codec writes the `opencode export` document. A session read from an
+//! export document goes back to the same relative path; one read from a database or a storage
+//! tree goes to `<source path>.export/<session id>.json`. Writing SQLite from outside opencode
+//! would bypass its schema migrations and event log and could race a running opencode; a legacy
+//! tree is ignored by opencode >= 1.16. `opencode import` is opencode's own supported way in.
+
+use super::NAME;
+use super::read::RESULT_ID_SUFFIX;
+use crate::face::{Fidelity, SessionWriter, Target, WriteError, WriteFace};
+use pond_canonical::{FileData, Message, Part, Session};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+/// The write face.
+pub struct OpencodeWriter;
+
+impl WriteFace for OpencodeWriter {
+    fn writer(&self) -> Box<dyn SessionWriter> {
+        Box::new(ExportWriter::default())
+    }
+}
+
+/// Holds each session of a source until its end, then writes one document per session.
+#[derive(Default)]
+struct ExportWriter {
+    sessions: Vec<(Session, Vec<Message>)>,
+    index: HashMap<String, usize>,
+}
+
+impl SessionWriter for ExportWriter {
+    fn session(
+        &mut self,
+        session: &Session,
+        fidelity: Fidelity,
+        _target: &mut Target<'_>,
+    ) -> Result<(), WriteError> {
+        if fidelity == Fidelity::Foreign {
+            return Err(WriteError::Unrepresentable {
+                session: session.id.to_string(),
+                reason: format!(
+                    "writing a {} session as opencode (foreign write) is not implemented yet",
+                    session.source_agent
+                ),
+            });
+        }
+        self.index
+            .insert(session.id.to_string(), self.sessions.len());
+        self.sessions.push((session.clone(), Vec::new()));
+        Ok(())
+    }
+
+    fn message(&mut self, message: &Message, _target: &mut Target<'_>) -> Result<(), WriteError> {
+        let Some(&i) = self.index.get(message.session_id().as_str()) else {
+            return Err(WriteError::Unrepresentable {
+                session: message.session_id().to_string(),
+                reason: format!("message {} arrived before its session", message.id()),
+            });
+        };
+        self.sessions[i].1.push(message.clone());
+        Ok(())
+    }
+
+    fn end_source(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
+        self.index.clear();
+        for (session, messages) in std::mem::take(&mut self.sessions) {
+            let doc = document(&session, &messages, target);
+            let path = output_path(&session);
+            let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| WriteError::Io {
+                path: path.clone(),
+                error: std::io::Error::other(e),
+            })?;
+            bytes.push(b'\n');
+            target.out.append(&path, &bytes)?;
+        }
+        Ok(())
+    }
+}
+
+fn object(v: Option<&Value>) -> Map<String, Value> {
+    v.and_then(Value::as_object).cloned().unwrap_or_default()
+}
+
+/// Where a session's document goes: back to its export file, or next to its database or tree.
+fn output_path(session: &Session) -> String {
+    let source = object(session.options.get("source"));
+    let file = source.get("file").and_then(Value::as_str).unwrap_or("");
+    let format = source.get("format").and_then(Value::as_str).unwrap_or("");
+    if format == "export" && !file.is_empty() {
+        return file.to_owned();
+    }
+    let base = match file {
+        "" | "." => NAME.to_owned(),
+        f => f.trim_end_matches('/').to_owned(),
+    };
+    format!("{base}.export/{}.json", session.id)
+}
+
+/// The export document of one session.
+fn document(session: &Session, messages: &[Message], target: &mut Target<'_>) -> Value {
+    let mut kept = object(session.options.get(NAME));
+    let mut info = Map::new();
+    info.insert("id".into(), Value::from(session.id.as_str()));
+    if let Some(parent) = &session.parent_session_id {
+        info.insert("parentID".into(), Value::from(parent.as_str()));
+    }
+    info.extend(object(kept.get("info")));
+    kept.remove("info");
+    let mut doc = Map::new();
+    doc.insert("info".into(), Value::Object(info));
+    doc.extend(kept);
+    doc.insert(
+        "messages".into(),
+        Value::Array(messages.iter().filter_map(|m| message(m, target)).collect()),
+    );
+    Value::Object(doc)
+}
+
+fn message(m: &Message, target: &mut Target<'_>) -> Option<Value> {
+    let parts = match m {
+        Message::System(s) => {
+            if let Some(record) = s.carried_record() {
+                return Some(Value::Object(record.clone()));
+            }
+            target.losses.record(
+                "system_message",
+                format!("{} {}", m.session_id(), m.id()),
+                "opencode has no system messages",
+            );
+            return None;
+        }
+        _ => m.parts(),
+    };
+    let mut kept = object(m.options().get(NAME));
+    let mut info = Map::new();
+    info.extend(object(kept.get("info")));
+    info.insert("id".into(), Value::from(m.id().as_str()));
+    let sequence = kept.remove("parts");
+    kept.remove("info");
+    let mut out_parts = Vec::new();
+    match sequence {
+        Some(Value::Array(sequence)) => {
+            for item in sequence {
+                match item {
+                    Value::String(id) => {
+                        if let Some(p) = parts.iter().find(|p| p.id().as_str() == id) {
+                            out_parts.extend(part(p, &parts));
+                        }
+                    }
+                    other => out_parts.push(other),
+                }
+            }
+        }
+        _ => out_parts.extend(parts.iter().filter_map(|p| part(p, &parts))),
+    }
+    let mut entry = Map::new();
+    entry.insert("info".into(), Value::Object(info));
+    entry.insert("parts".into(), Value::Array(out_parts));
+    entry.extend(kept);
+    Some(Value::Object(entry))
+}
+
+/// One opencode part from a canonical part (a tool result is written inside its call's part).
+fn part(p: &Part, all: &[Part]) -> Option<Value> {
+    let (options, fields): (_, Vec<(&str, Value)>) = match p {
+        Part::Text(t) => (&t.options, vec![("text", Value::from(t.text.as_str()))]),
+        Part::Reasoning(r) => (&r.options, vec![("text", Value::from(r.text.as_str()))]),
+        Part::File(f) => {
+            let url = match &f.data {
+                FileData::Url(u) | FileData::Base64(u) => u.clone(),
+            };
+            let mut fields = vec![
+                ("mime", Value::from(f.media_type.as_str())),
+                ("url", Value::from(url)),
+            ];
+            if let Some(name) = &f.file_name {
+                fields.push(("filename", Value::from(name.as_str())));
+            }
+            (&f.options, fields)
+        }
+        Part::ToolCall(c) => {
+            let mut state = object(c.options.get(NAME).and_then(|o| o.get("state")));
+            state.insert("input".into(), c.params.as_value().clone());
+            let result_id = format!("{}{RESULT_ID_SUFFIX}", c.id);
+            let result = all.iter().find_map(|r| match r {
+                Part::ToolResult(r) if r.id.as_str() == result_id => Some(r),
+                _ => None,
+            });
+            if let Some(r) = result {
+                let key = if r.is_failure { "error" } else { "output" };
+                state.insert(key.into(), r.result.as_value().clone());
+            }
+            let fields = vec![
+                ("callID", Value::from(c.call_id.as_str())),
+                ("tool", Value::from(c.name.as_str())),
+                ("state", Value::Object(state)),
+            ];
+            (&c.options, fields)
+        }
+        _ => return None,
+    };
+    let mut obj = object(options.get(NAME));
+    for (k, v) in fields {
+        obj.insert(k.to_owned(), v);
+    }
+    obj.insert("id".into(), Value::from(p.id().as_str()));
+    Some(Value::Object(obj))
+}

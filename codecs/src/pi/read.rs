@@ -1,0 +1,587 @@
+//! pi JSONL to canonical events: the tree split into a main session and forked children (see the
+//! module docs of [`super`]), each entry placed by spec 6.5:
+//!
+//! * `message` entries become messages by `message.role`: `user` (conversational), `assistant`
+//!   (text, `thinking` as reasoning, `toolCall`), `toolResult` (a tool message, injected: tool
+//!   output), `bashExecution` (a user message: the command conversational, its output injected),
+//!   `custom` / `hookMessage` (extension-injected user content), `branchSummary` /
+//!   `compactionSummary` (injected summaries).
+//! * `compaction` and `branch_summary` entries become user messages whose summary text is injected
+//!   (pi sends them to the model as user text); `custom_message` entries become user messages with
+//!   injected content.
+//! * every other entry (`model_change`, `thinking_level_change`, `custom`, `label`,
+//!   `session_info`, types added later) maps to no message and is carried whole (rule 3).
+//!
+//! Leftover fields go to `options.pi`: `entry` (the entry without `id` and `message`), `message`
+//! (the agent message without its content), `unmapped` (content blocks of an unknown type, with
+//! their index); a block's own leftovers go to its part's `options.pi`.
+
+use super::NAME;
+use crate::jsonl::{open, read_lines};
+use pond_canonical::bounded::bounded_object;
+use pond_canonical::{
+    AssistantMessage, Event, Extracted, FileData, FilePart, Json, Locator, Message, MessageId,
+    Origin, ParseError, ParseErrorKind, Project, Provenance, ReasoningPart, Record, Session,
+    SessionId, SystemMessage, Text, TextPart, Timestamp, ToolCallPart, ToolMessage, ToolResultPart,
+    UserMessage, options_ns,
+};
+use serde_json::{Map, Value};
+use std::collections::{BTreeSet, HashMap};
+
+type Emit<'a> = &'a mut dyn FnMut(Result<Event, ParseError>);
+
+/// Whether a JSON value is a pi session header.
+pub(crate) fn is_header(v: &Value) -> bool {
+    v.get("type").and_then(Value::as_str) == Some("session")
+        && v.get("id").is_some_and(Value::is_string)
+}
+
+struct Entry<'o> {
+    line: u64,
+    record: Record<'o>,
+    /// Index of the parent entry (`parentId`, or the previous entry for a version-1 file).
+    parent: Option<usize>,
+}
+
+pub(crate) fn read(origin: &Origin, emit: Emit<'_>) {
+    let file = match open(origin) {
+        Ok(f) => f,
+        Err(e) => return emit(Err(e)),
+    };
+    let mut header: Option<Record<'_>> = None;
+    let mut entries: Vec<Entry<'_>> = Vec::new();
+    let mut unrecognized = false;
+    read_lines(origin, file, |line, bytes| {
+        if unrecognized {
+            return;
+        }
+        let item = bytes.and_then(|b| Record::from_json_line(origin, line, b));
+        match item {
+            Err(e) => emit(Err(e)),
+            Ok(record) => {
+                if header.is_none() && entries.is_empty() {
+                    let whole = Value::Object(record.whole().into_inner().clone());
+                    if is_header(&whole) {
+                        header = Some(record);
+                    } else {
+                        unrecognized = true;
+                        emit(Err(record.error(ParseErrorKind::Unrecognized {
+                            detail:
+                                "not a pi session file: the first record is not a `session` header"
+                                    .into(),
+                        })));
+                    }
+                    return;
+                }
+                let line = match record.locator() {
+                    Locator::Line(n) => *n,
+                    _ => 0,
+                };
+                entries.push(Entry {
+                    line,
+                    record,
+                    parent: None,
+                });
+            }
+        }
+    });
+    let Some(mut header) = header else {
+        if !unrecognized {
+            emit(Err(origin.error(
+                Locator::File,
+                ParseErrorKind::Unrecognized {
+                    detail: "not a pi session file: no `session` header".into(),
+                },
+            )));
+        }
+        return;
+    };
+
+    // The tree: `parentId` where the entry has one (null: a root); the previous entry otherwise.
+    let mut by_id: HashMap<String, usize> = HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        if let Some(id) = e.record.str("id") {
+            by_id.entry(id.get().to_string()).or_insert(i);
+        }
+    }
+    for (i, entry) in entries.iter_mut().enumerate() {
+        let parent = match entry.record.get("parentId") {
+            None => i.checked_sub(1),
+            Some(v) => match v.get().as_str() {
+                None => None,
+                Some(pid) => match by_id.get(pid) {
+                    Some(&p) if p != i => Some(p),
+                    _ => {
+                        emit(Err(entry.record.error(ParseErrorKind::InvalidField {
+                            field: "parentId".into(),
+                            reason: format!(
+                                "names no other entry of the file ({pid:?}); read as a root"
+                            ),
+                        })));
+                        None
+                    }
+                },
+            },
+        };
+        entry.parent = parent;
+    }
+    let path_to_root = |from: usize| {
+        let mut path = vec![from];
+        let mut seen = BTreeSet::from([from]);
+        let mut at = from;
+        while let Some(p) = entries[at].parent {
+            if !seen.insert(p) {
+                break; // a cycle: stop rather than loop
+            }
+            path.push(p);
+            at = p;
+        }
+        path
+    };
+
+    // Session: the header.
+    let Some(Ok(sid)) = header.take("id").map(Extracted::into_string) else {
+        return emit(Err(
+            header.error(ParseErrorKind::MissingField { field: "id".into() })
+        ));
+    };
+    let Some(project) = header
+        .str("cwd")
+        .and_then(|c| Project::from_extracted(c.to_owned()))
+    else {
+        return emit(Err(header.error(ParseErrorKind::NoProject)));
+    };
+    let created = match header.str("timestamp").map(Timestamp::parse) {
+        Some(Ok(t)) => t,
+        Some(Err(e)) => {
+            return emit(Err(header.error(ParseErrorKind::InvalidField {
+                field: "timestamp".into(),
+                reason: e.to_string(),
+            })));
+        }
+        None => {
+            return emit(Err(header.error(ParseErrorKind::MissingField {
+                field: "timestamp".into(),
+            })));
+        }
+    };
+    let file = origin.relative().into_inner().to_owned();
+    let mut session = Session::new(
+        SessionId::from(sid.clone()),
+        NAME,
+        created.clone(),
+        project.clone(),
+    );
+    options_ns(&mut session.options, NAME).insert(
+        "header".into(),
+        Value::Object(bounded_object(header.into_rest())),
+    );
+    options_ns(&mut session.options, "source").insert("file".into(), Value::from(file.as_str()));
+    let main_id = session.id.clone();
+
+    let main: BTreeSet<usize> = entries
+        .len()
+        .checked_sub(1)
+        .map(|last| path_to_root(last).into_iter().collect())
+        .unwrap_or_default();
+    // Side branches: one per leaf off the main line, in file order.
+    let mut has_child = vec![false; entries.len()];
+    for e in &entries {
+        if let Some(p) = e.parent {
+            has_child[p] = true;
+        }
+    }
+    let mut branches: Vec<(usize, Vec<usize>, Option<usize>)> = Vec::new();
+    for leaf in (0..entries.len()).filter(|i| !has_child[*i] && !main.contains(i)) {
+        let path = path_to_root(leaf);
+        let cut = path.iter().position(|i| main.contains(i));
+        let (own, cut) = match cut {
+            Some(k) => (path[..k].to_vec(), Some(path[k])),
+            None => (path, None),
+        };
+        branches.push((leaf, own.into_iter().rev().collect(), cut));
+    }
+
+    let ids: Vec<MessageId> = entries
+        .iter()
+        .map(|e| match e.record.str("id") {
+            Some(id) => MessageId::from(id),
+            None => MessageId::from(e.record.position()),
+        })
+        .collect();
+
+    emit(Ok(Event::Session(session)));
+    for &i in &main {
+        let m = map_entry(&entries[i], &ids[i], &main_id, &created, &file);
+        emit(Ok(Event::Message(m)));
+    }
+    for (leaf, own, cut) in branches {
+        let Some(&first) = own.first() else { continue };
+        let leaf_id = ids[leaf].to_string();
+        let child_id = SessionId::from(sid.clone().derive(|s| format!("{s}#{leaf_id}")));
+        let started = entries[first]
+            .record
+            .str("timestamp")
+            .and_then(|t| Timestamp::parse(t).ok())
+            .unwrap_or_else(|| created.clone());
+        let mut child = Session::new(child_id.clone(), NAME, started, project.clone());
+        child.set_parent(main_id.clone(), cut.map(|c| ids[c].clone()));
+        options_ns(&mut child.options, "source").insert("file".into(), Value::from(file.as_str()));
+        emit(Ok(Event::Session(child)));
+        for i in own {
+            let m = map_entry(&entries[i], &ids[i], &child_id, &created, &file);
+            emit(Ok(Event::Message(m)));
+        }
+    }
+}
+
+/// The entry's time: its ISO `timestamp`, else its message's epoch-ms `timestamp`, else the
+/// session anchor (the fallback model-no-synthesis permits).
+fn entry_time(record: &Record<'_>, anchor: &Timestamp) -> Timestamp {
+    record
+        .str("timestamp")
+        .and_then(|t| Timestamp::parse(t).ok())
+        .or_else(|| {
+            let ms = record.pointer("/message/timestamp")?.as_i64()?;
+            Timestamp::from_unix_millis(ms).ok()
+        })
+        .unwrap_or_else(|| anchor.clone())
+}
+
+/// Marks where the message sits in its file, for the native write.
+fn mark_source(message: &mut Message, file: &str, line: u64, positional: bool) {
+    let source = options_ns(message.options_mut(), "source");
+    source.insert("file".into(), Value::from(file));
+    source.insert("line".into(), Value::from(line));
+    if positional {
+        source.insert("id_from_position".into(), Value::from(true));
+    }
+}
+
+fn map_entry(
+    entry: &Entry<'_>,
+    id: &MessageId,
+    session: &SessionId,
+    anchor: &Timestamp,
+    file: &str,
+) -> Message {
+    let timestamp = entry_time(&entry.record, anchor);
+    let positional = entry.record.str("id").is_none();
+    let mut message = map_record(entry.record.clone(), id, session, timestamp);
+    mark_source(&mut message, file, entry.line, positional);
+    message
+}
+
+/// What a mapping needs to keep besides the parts.
+#[derive(Default)]
+struct Kept {
+    message: Option<Extracted<Map<String, Value>>>,
+    unmapped: Vec<Value>,
+    content_string: bool,
+}
+
+fn map_record(mut rec: Record<'_>, id: &MessageId, session: &SessionId, ts: Timestamp) -> Message {
+    let kind = rec
+        .str("type")
+        .map(|t| t.get().to_string())
+        .unwrap_or_default();
+    let carrier = |rec: Record<'_>, ts: Timestamp| -> Message {
+        SystemMessage::carrier(session, id.clone(), ts, rec.into_rest()).into()
+    };
+    let role = rec
+        .pointer("/message/role")
+        .and_then(|r| r.as_str())
+        .map(|r| r.get().to_string())
+        .unwrap_or_default();
+    let mappable = match kind.as_str() {
+        "message" => match role.as_str() {
+            "user" | "custom" | "hookMessage" => rec
+                .pointer("/message/content")
+                .is_some_and(|c| is_content(c.get())),
+            "assistant" => rec
+                .pointer("/message/content")
+                .is_some_and(|c| c.get().is_array()),
+            "toolResult" => {
+                rec.pointer("/message/toolCallId")
+                    .is_some_and(|c| c.get().is_string())
+                    && rec.pointer("/message/content").is_some()
+            }
+            "bashExecution" => {
+                rec.pointer("/message/command")
+                    .is_some_and(|c| c.get().is_string())
+                    && rec
+                        .pointer("/message/output")
+                        .is_some_and(|c| c.get().is_string())
+            }
+            "branchSummary" | "compactionSummary" => rec
+                .pointer("/message/summary")
+                .is_some_and(|c| c.get().is_string()),
+            _ => false,
+        },
+        "compaction" | "branch_summary" => rec.str("summary").is_some(),
+        "custom_message" => rec.get("content").is_some_and(|c| is_content(c.get())),
+        _ => false,
+    };
+    if !mappable {
+        // Placement rule 3: a record that maps to no message is carried whole.
+        return carrier(rec, ts);
+    }
+    rec.take("id");
+    let mut kept = Kept::default();
+    let mut message: Message = match kind.as_str() {
+        "compaction" | "branch_summary" => {
+            let mut m = UserMessage::new(session, id.clone(), ts);
+            if let Some(summary) = rec.take_str("summary") {
+                m.push(TextPart::new(
+                    m.part_key(),
+                    Provenance::Injected,
+                    Text::from(summary),
+                ));
+            }
+            m.into()
+        }
+        "custom_message" => {
+            let mut m = UserMessage::new(session, id.clone(), ts);
+            if let Some(content) = rec.take("content") {
+                user_content(&mut m, content, Provenance::Injected, &mut kept);
+            }
+            m.into()
+        }
+        _ => {
+            let Some(Ok(mut msg)) = rec.take("message").map(Extracted::into_object) else {
+                // `mappable` checked the message is an object; nothing was lost by the take.
+                return SystemMessage::carrier(session, id.clone(), ts, rec.into_rest()).into();
+            };
+            let m: Message = match role.as_str() {
+                "user" | "custom" | "hookMessage" => {
+                    let prov = if role == "user" {
+                        Provenance::Conversational
+                    } else {
+                        Provenance::Injected
+                    };
+                    let mut m = UserMessage::new(session, id.clone(), ts);
+                    if let Some(content) = msg.take("content") {
+                        user_content(&mut m, content, prov, &mut kept);
+                    }
+                    m.into()
+                }
+                "assistant" => {
+                    let mut m = AssistantMessage::new(session, id.clone(), ts);
+                    if let Some(Ok(blocks)) = msg.take("content").map(Extracted::into_items) {
+                        for (i, block) in blocks.into_iter().enumerate() {
+                            assistant_block(&mut m, i, block, &mut kept);
+                        }
+                    }
+                    m.into()
+                }
+                "toolResult" => {
+                    let mut m = ToolMessage::new(session, id.clone(), ts);
+                    let call = msg.take("toolCallId").and_then(|c| c.into_string().ok());
+                    let name = match msg.field("toolName").and_then(|n| n.as_str()) {
+                        Some(_) => msg.take("toolName").and_then(|n| n.into_string().ok()),
+                        None => None,
+                    };
+                    let failed = msg
+                        .field("isError")
+                        .and_then(|b| b.as_bool())
+                        .is_some_and(|b| b.into_inner());
+                    if let (Some(call), Some(content)) = (call, msg.take("content")) {
+                        // model-part-provenance: tool output is the runtime's.
+                        m.push(ToolResultPart::new(
+                            m.part_key(),
+                            Provenance::Injected,
+                            Text::from(call),
+                            name.map(Text::from),
+                            failed,
+                            Json::from(content),
+                        ));
+                    }
+                    m.into()
+                }
+                "bashExecution" => {
+                    // `!cmd`: the command is the user's, its output the shell's.
+                    let mut m = UserMessage::new(session, id.clone(), ts);
+                    for (field, prov) in [
+                        ("command", Provenance::Conversational),
+                        ("output", Provenance::Injected),
+                    ] {
+                        if let Some(Ok(text)) = msg.take(field).map(Extracted::into_string) {
+                            m.push(TextPart::new(m.part_key(), prov, Text::from(text)));
+                        }
+                    }
+                    m.into()
+                }
+                _ => {
+                    let mut m = UserMessage::new(session, id.clone(), ts);
+                    if let Some(Ok(text)) = msg.take("summary").map(Extracted::into_string) {
+                        m.push(TextPart::new(
+                            m.part_key(),
+                            Provenance::Injected,
+                            Text::from(text),
+                        ));
+                    }
+                    m.into()
+                }
+            };
+            kept.message = Some(msg);
+            m
+        }
+    };
+    let pi = options_ns(message.options_mut(), NAME);
+    pi.insert(
+        "entry".into(),
+        Value::Object(bounded_object(rec.into_rest())),
+    );
+    if let Some(msg) = kept.message {
+        pi.insert("message".into(), Value::Object(bounded_object(msg)));
+    }
+    if !kept.unmapped.is_empty() {
+        pi.insert("unmapped".into(), Value::Array(kept.unmapped));
+    }
+    if kept.content_string {
+        options_ns(message.options_mut(), "source").insert("content".into(), Value::from("string"));
+    }
+    message
+}
+
+fn is_content(v: &Value) -> bool {
+    v.is_string() || v.is_array()
+}
+
+/// Keeps a block that maps to no part, with its index (placement rule 2).
+fn unmapped(kept: &mut Kept, index: usize, block: Extracted<Value>) {
+    let block = Json::from(block).into_value();
+    kept.unmapped.push(Value::Object(Map::from_iter([
+        ("index".to_owned(), Value::from(index)),
+        ("block".to_owned(), block),
+    ])));
+}
+
+fn set_options(options: &mut Map<String, Value>, rest: Extracted<Map<String, Value>>) {
+    options.insert(NAME.into(), Value::Object(bounded_object(rest)));
+}
+
+/// User-slot content: a string, or text and image blocks.
+fn user_content(m: &mut UserMessage, content: Extracted<Value>, prov: Provenance, kept: &mut Kept) {
+    let blocks = match content.into_string() {
+        Ok(text) => {
+            kept.content_string = true;
+            m.push(TextPart::new(m.part_key(), prov, Text::from(text)));
+            return;
+        }
+        Err(other) => match other.into_items() {
+            Ok(items) => items,
+            Err(_) => return,
+        },
+    };
+    for (i, block) in blocks.into_iter().enumerate() {
+        let ty = block
+            .view()
+            .field("type")
+            .and_then(|t| t.as_str())
+            .map(|t| t.get().to_string());
+        let Ok(mut b) = block.into_object() else {
+            continue;
+        };
+        match ty.as_deref() {
+            Some("text") if b.field("text").is_some_and(|t| t.get().is_string()) => {
+                let Some(Ok(text)) = b.take("text").map(Extracted::into_string) else {
+                    continue;
+                };
+                let mut p = TextPart::new(m.part_key(), prov, Text::from(text));
+                set_options(&mut p.options, b);
+                m.push(p);
+            }
+            Some("image") if image_ok(&b) => {
+                if let Some(mut p) = image(m.part_key(), prov, &mut b) {
+                    set_options(&mut p.options, b);
+                    m.push(p);
+                }
+            }
+            _ => unmapped(kept, i, b.into_value()),
+        }
+    }
+}
+
+fn image_ok(b: &Extracted<Map<String, Value>>) -> bool {
+    b.field("data").is_some_and(|d| d.get().is_string())
+        && b.field("mimeType").is_some_and(|d| d.get().is_string())
+}
+
+/// An image block as a file part; `image_ok` has checked both fields are strings.
+fn image(
+    key: pond_canonical::PartKey,
+    prov: Provenance,
+    b: &mut Extracted<Map<String, Value>>,
+) -> Option<FilePart> {
+    let data = b.take("data")?.into_string().ok()?;
+    let mime = b.take("mimeType")?.into_string().ok()?;
+    Some(FilePart::new(
+        key,
+        prov,
+        Text::from(mime),
+        None,
+        FileData::base64(data),
+    ))
+}
+
+fn assistant_block(m: &mut AssistantMessage, i: usize, block: Extracted<Value>, kept: &mut Kept) {
+    let ty = block
+        .view()
+        .field("type")
+        .and_then(|t| t.as_str())
+        .map(|t| t.get().to_string());
+    let Ok(mut b) = block.into_object() else {
+        return;
+    };
+    let has_str = |b: &Extracted<Map<String, Value>>, k: &str| {
+        b.field(k).is_some_and(|v| v.get().is_string())
+    };
+    match ty.as_deref() {
+        Some("text") if has_str(&b, "text") => {
+            let Some(Ok(text)) = b.take("text").map(Extracted::into_string) else {
+                return;
+            };
+            let mut p = TextPart::new(m.part_key(), Provenance::Conversational, Text::from(text));
+            set_options(&mut p.options, b);
+            m.push(p);
+        }
+        Some("thinking") if has_str(&b, "thinking") => {
+            let Some(Ok(text)) = b.take("thinking").map(Extracted::into_string) else {
+                return;
+            };
+            let mut p =
+                ReasoningPart::new(m.part_key(), Provenance::Conversational, Text::from(text));
+            set_options(&mut p.options, b);
+            m.push(p);
+        }
+        Some("toolCall")
+            if has_str(&b, "id") && has_str(&b, "name") && b.field("arguments").is_some() =>
+        {
+            let (Some(Ok(call)), Some(Ok(name)), Some(args)) = (
+                b.take("id").map(Extracted::into_string),
+                b.take("name").map(Extracted::into_string),
+                b.take("arguments"),
+            ) else {
+                return;
+            };
+            let mut p = ToolCallPart::new(
+                m.part_key(),
+                Provenance::Conversational,
+                Text::from(call),
+                Text::from(name),
+                Json::from(args),
+                false,
+            );
+            set_options(&mut p.options, b);
+            m.push(p);
+        }
+        Some("image") if image_ok(&b) => {
+            if let Some(mut p) = image(m.part_key(), Provenance::Conversational, &mut b) {
+                set_options(&mut p.options, b);
+                m.push(p);
+            }
+        }
+        _ => unmapped(kept, i, b.into_value()),
+    }
+}

@@ -1,0 +1,268 @@
+//! The native write: the main session and its forked children come back together as the one pi
+//! file they were read from, header first, entries in their original line order (which keeps the
+//! tree: every entry keeps its `id` and `parentId`). An entry shared by two branches is written
+//! once.
+
+use super::NAME;
+use crate::face::{Fidelity, SessionWriter, Target, WriteError, WriteFace};
+use pond_canonical::{FileData, Message, Part, Session};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap};
+
+/// The write face.
+pub struct PiWriter;
+
+impl WriteFace for PiWriter {
+    fn writer(&self) -> Box<dyn SessionWriter> {
+        Box::new(FileWriter::default())
+    }
+}
+
+#[derive(Default)]
+struct PiFile {
+    header: Option<Map<String, Value>>,
+    /// Entries by source line; entries with no line follow, in arrival order.
+    entries: BTreeMap<(u64, u64), Value>,
+}
+
+#[derive(Default)]
+struct FileWriter {
+    files: Vec<(String, PiFile)>,
+    /// Session id to index in `files`.
+    sessions: HashMap<String, usize>,
+    arrivals: u64,
+}
+
+fn object(v: Option<&Value>) -> Map<String, Value> {
+    v.and_then(Value::as_object).cloned().unwrap_or_default()
+}
+
+impl SessionWriter for FileWriter {
+    fn session(
+        &mut self,
+        session: &Session,
+        fidelity: Fidelity,
+        _target: &mut Target<'_>,
+    ) -> Result<(), WriteError> {
+        if fidelity == Fidelity::Foreign {
+            return Err(WriteError::Unrepresentable {
+                session: session.id.to_string(),
+                reason: format!(
+                    "writing a {} session as pi (foreign write) is not implemented yet",
+                    session.source_agent
+                ),
+            });
+        }
+        let source = object(session.options.get("source"));
+        let file = match source.get("file").and_then(Value::as_str) {
+            Some(f) if !f.is_empty() => f.to_owned(),
+            _ => format!("{}.jsonl", session.id),
+        };
+        let i = match self.files.iter().position(|(f, _)| *f == file) {
+            Some(i) => i,
+            None => {
+                self.files.push((file, PiFile::default()));
+                self.files.len() - 1
+            }
+        };
+        if (session.parent_session_id.is_none() || self.files[i].1.header.is_none())
+            && let Some(header) = session.options.get(NAME).and_then(|o| o.get("header"))
+        {
+            let mut h = Map::new();
+            h.extend(object(Some(header)));
+            h.insert("id".into(), Value::from(session.id.as_str()));
+            self.files[i].1.header = Some(h);
+        }
+        self.sessions.insert(session.id.to_string(), i);
+        Ok(())
+    }
+
+    fn message(&mut self, message: &Message, target: &mut Target<'_>) -> Result<(), WriteError> {
+        let Some(&i) = self.sessions.get(message.session_id().as_str()) else {
+            return Err(WriteError::Unrepresentable {
+                session: message.session_id().to_string(),
+                reason: format!("message {} arrived before its session", message.id()),
+            });
+        };
+        let Some(entry) = entry(message, target) else {
+            return Ok(());
+        };
+        self.arrivals += 1;
+        let line = message
+            .options()
+            .get("source")
+            .and_then(|s| s.get("line"))
+            .and_then(Value::as_u64);
+        let key = match line {
+            Some(l) => (l, 0),
+            None => (u64::MAX, self.arrivals),
+        };
+        self.files[i].1.entries.entry(key).or_insert(entry);
+        Ok(())
+    }
+
+    fn end_source(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
+        self.sessions.clear();
+        for (path, file) in std::mem::take(&mut self.files) {
+            let mut bytes = Vec::new();
+            if let Some(header) = file.header {
+                push_line(&mut bytes, &Value::Object(header));
+            } else {
+                target.losses.record(
+                    "pi_header",
+                    &path,
+                    "no main session with a pi header was written to this file",
+                );
+            }
+            for entry in file.entries.values() {
+                push_line(&mut bytes, entry);
+            }
+            target.out.append(&path, &bytes)?;
+        }
+        Ok(())
+    }
+}
+
+fn push_line(bytes: &mut Vec<u8>, v: &Value) {
+    // Serializing a Value cannot fail: its keys are strings.
+    if let Ok(line) = serde_json::to_vec(v) {
+        bytes.extend_from_slice(&line);
+    }
+    bytes.push(b'\n');
+}
+
+fn text_of(p: &Part) -> Option<Value> {
+    match p {
+        Part::Text(t) => Some(Value::from(t.text.as_str())),
+        Part::Reasoning(r) => Some(Value::from(r.text.as_str())),
+        _ => None,
+    }
+}
+
+/// The entry of one message.
+fn entry(m: &Message, target: &mut Target<'_>) -> Option<Value> {
+    if let Message::System(s) = m {
+        if let Some(record) = s.carried_record() {
+            return Some(Value::Object(record.clone()));
+        }
+        target.losses.record(
+            "system_message",
+            format!("{} {}", m.session_id(), m.id()),
+            "pi has no system messages",
+        );
+        return None;
+    }
+    let parts = m.parts();
+    let options = m.options();
+    let pi = object(options.get(NAME));
+    let source = object(options.get("source"));
+    let as_string = source.get("content").and_then(Value::as_str) == Some("string");
+    let unmapped = pi
+        .get("unmapped")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut entry = Map::new();
+    if source.get("id_from_position") != Some(&Value::Bool(true)) {
+        entry.insert("id".into(), Value::from(m.id().as_str()));
+    }
+    entry.extend(object(pi.get("entry")));
+    let kind = entry
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    match kind.as_str() {
+        "compaction" | "branch_summary" => {
+            if let Some(t) = parts.first().and_then(text_of) {
+                entry.insert("summary".into(), t);
+            }
+        }
+        "custom_message" => {
+            entry.insert("content".into(), content(&parts, &unmapped, as_string));
+        }
+        _ => {
+            let mut msg = object(pi.get("message"));
+            let role = msg
+                .get("role")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            match role.as_str() {
+                "user" | "custom" | "hookMessage" | "assistant" => {
+                    msg.insert("content".into(), content(&parts, &unmapped, as_string));
+                }
+                "toolResult" => {
+                    if let Some(Part::ToolResult(r)) = parts.first() {
+                        msg.insert("toolCallId".into(), Value::from(r.call_id.as_str()));
+                        if let Some(name) = &r.name {
+                            msg.insert("toolName".into(), Value::from(name.as_str()));
+                        }
+                        msg.insert("content".into(), r.result.as_value().clone());
+                    }
+                }
+                "bashExecution" => {
+                    for (field, p) in ["command", "output"].into_iter().zip(&parts) {
+                        if let Some(t) = text_of(p) {
+                            msg.insert(field.into(), t);
+                        }
+                    }
+                }
+                _ => {
+                    if let Some(t) = parts.first().and_then(text_of) {
+                        msg.insert("summary".into(), t);
+                    }
+                }
+            }
+            entry.insert("message".into(), Value::Object(msg));
+        }
+    }
+    Some(Value::Object(entry))
+}
+
+/// A content value: the string it was, or the blocks with unmapped ones back at their index.
+fn content(parts: &[Part], unmapped: &[Value], as_string: bool) -> Value {
+    if as_string {
+        return parts.first().and_then(text_of).unwrap_or(Value::from(""));
+    }
+    let mut blocks: Vec<Value> = parts.iter().filter_map(block).collect();
+    for u in unmapped {
+        let index = u.get("index").and_then(Value::as_u64).unwrap_or(u64::MAX) as usize;
+        let b = u.get("block").cloned().unwrap_or(Value::Null);
+        blocks.insert(index.min(blocks.len()), b);
+    }
+    Value::Array(blocks)
+}
+
+fn block(p: &Part) -> Option<Value> {
+    let (options, fields): (_, Vec<(&str, Value)>) = match p {
+        Part::Text(t) => (&t.options, vec![("text", Value::from(t.text.as_str()))]),
+        Part::Reasoning(r) => (&r.options, vec![("thinking", Value::from(r.text.as_str()))]),
+        Part::ToolCall(c) => (
+            &c.options,
+            vec![
+                ("id", Value::from(c.call_id.as_str())),
+                ("name", Value::from(c.name.as_str())),
+                ("arguments", c.params.as_value().clone()),
+            ],
+        ),
+        Part::File(f) => {
+            let data = match &f.data {
+                FileData::Base64(d) | FileData::Url(d) => d.clone(),
+            };
+            (
+                &f.options,
+                vec![
+                    ("data", Value::from(data)),
+                    ("mimeType", Value::from(f.media_type.as_str())),
+                ],
+            )
+        }
+        _ => return None,
+    };
+    let mut obj = object(options.get(NAME));
+    for (k, v) in fields {
+        obj.insert(k.to_owned(), v);
+    }
+    Some(Value::Object(obj))
+}
