@@ -4,7 +4,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use pond_codecs::convert::{Summary, convert};
 use pond_codecs::face::Sniff;
 use pond_codecs::output::{DirOutput, SingleFileOutput};
-use pond_codecs::{Codec, Output, registry};
+use pond_codecs::{Codec, Layout, Output, registry};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -49,6 +49,12 @@ pub struct ConvertArgs {
     /// Write the single resulting file to FILE (`-` for stdout, the default without --out).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
+
+    /// Write the result where the target harness looks for sessions (`~/.claude/projects`,
+    /// `~/.codex/sessions`, honouring CLAUDE_CONFIG_DIR / CODEX_HOME), never overwriting a file,
+    /// and print the command that resumes each session.
+    #[arg(long, conflicts_with_all = ["out", "output"])]
+    install: bool,
 
     /// Write the loss report (what the target could not express) as JSON to FILE.
     #[arg(long, value_name = "FILE")]
@@ -162,10 +168,30 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
             b.set_position(done as u64);
         }
     };
-    let result = match (&args.out, &args.output) {
+    let install_root = if args.install {
+        match to.install.as_ref().map(|i| (i.root)()) {
+            Some(Ok(root)) => Some(root),
+            Some(Err(e)) => return usage(format!("cannot install into {}: {e}", to.name)),
+            None => {
+                return usage(format!(
+                    "{} has no install location; use --out DIR",
+                    to.name
+                ));
+            }
+        }
+    } else {
+        None
+    };
+    let layout = if install_root.is_some() {
+        Layout::Harness
+    } else {
+        Layout::Mirror
+    };
+    let out_dir = install_root.clone().or_else(|| args.out.clone());
+    let result = match (&out_dir, &args.output) {
         (Some(dir), _) => {
             let mut out = DirOutput::new(dir);
-            let r = convert(from, to, &input, &mut out, &mut tick);
+            let r = convert(from, to, layout, &input, &mut out, &mut tick);
             finish_with(r, out.finish())
         }
         (None, Some(file)) if file != Path::new("-") => {
@@ -178,12 +204,26 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
                 Err(e) => return usage(format!("{}: {e}", file.display())),
             };
             let mut out = SingleFileOutput::new(std::io::BufWriter::new(f));
-            let r = convert(from, to, &input, &mut out as &mut dyn Output, &mut tick);
+            let r = convert(
+                from,
+                to,
+                layout,
+                &input,
+                &mut out as &mut dyn Output,
+                &mut tick,
+            );
             finish_with(r, out.finish())
         }
         _ => {
             let mut out = SingleFileOutput::new(std::io::BufWriter::new(std::io::stdout().lock()));
-            let r = convert(from, to, &input, &mut out as &mut dyn Output, &mut tick);
+            let r = convert(
+                from,
+                to,
+                layout,
+                &input,
+                &mut out as &mut dyn Output,
+                &mut tick,
+            );
             finish_with(r, out.finish())
         }
     };
@@ -209,13 +249,30 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
         );
         return ExitCode::from(EXIT_PARTIAL);
     }
-    print_summary(
-        from,
-        to,
-        &summary,
-        json,
-        args.out.is_some() || args.output.as_deref().is_some_and(|f| f != Path::new("-")),
-    );
+    let mut installed = Vec::new();
+    if let Some(root) = &install_root {
+        let files: Vec<PathBuf> = summary.written.iter().map(|w| root.join(&w.file)).collect();
+        if let Some(finish) = to.install.as_ref().and_then(|i| i.finish) {
+            match finish(&files) {
+                Ok(done) => installed = done,
+                Err(e) => summary_error(&mut installed, e),
+            }
+        }
+    }
+    let stdout_free =
+        out_dir.is_some() || args.output.as_deref().is_some_and(|f| f != Path::new("-"));
+    print_summary(from, to, &summary, json, stdout_free);
+    if install_root.is_some() && !json {
+        for line in &installed {
+            eprintln!("{line}");
+        }
+        for w in &summary.written {
+            match &w.resume {
+                Some(cmd) => println!("{cmd}"),
+                None => println!("installed {}", w.file),
+            }
+        }
+    }
     if !summary.is_clean() {
         ExitCode::from(EXIT_PARTIAL)
     } else if args.strict && !summary.losses.is_empty() {
@@ -224,6 +281,12 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+fn summary_error(lines: &mut Vec<String>, e: String) {
+    lines.push(format!(
+        "pond convert: handing the sessions to the harness failed: {e}"
+    ));
 }
 
 fn finish_with<E: std::fmt::Display>(
@@ -287,6 +350,7 @@ fn print_summary(from: &Codec, to: &Codec, s: &Summary, json: bool, stdout_free:
             "from": from.name,
             "to": to.name,
             "summary": s,
+            "resume": s.written.iter().filter_map(|w| w.resume.clone()).collect::<Vec<_>>(),
             "errors": s.errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
         }))
         .expect("JSON");

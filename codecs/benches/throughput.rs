@@ -51,7 +51,15 @@ fn pond(codec: &Codec, path: &Path) -> u64 {
     let reader = codec.read.unwrap();
     let sources = reader.discover(path).unwrap();
     let mut out = Discard::default();
-    let summary = convert_sources(codec, codec, &sources, &mut out, &mut |_, _| {}).unwrap();
+    let summary = convert_sources(
+        codec,
+        codec,
+        pond_codecs::Layout::Mirror,
+        &sources,
+        &mut out,
+        &mut |_, _| {},
+    )
+    .unwrap();
     std::hint::black_box(&summary);
     out.0
 }

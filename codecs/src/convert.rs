@@ -1,7 +1,7 @@
 //! The conversion driver: a read face's events into a write face's writer, with the system (not
 //! the codec) deciding native or foreign per session (spec 6.3), and a summary of what happened.
 
-use crate::face::{Fidelity, Losses, Output, Target, WriteError};
+use crate::face::{Fidelity, Layout, Losses, Output, Target, WriteError, Written};
 use crate::registry::Codec;
 use pond_canonical::{Event, Message, Origin, ParseError, Provenance};
 use serde::Serialize;
@@ -31,6 +31,8 @@ pub struct Summary {
     pub write_errors: Vec<String>,
     /// What the target could not express.
     pub losses: Losses,
+    /// The sessions written, with their resume commands.
+    pub written: Vec<Written>,
 }
 
 impl Summary {
@@ -89,6 +91,7 @@ impl std::error::Error for ConvertError {}
 pub fn convert(
     from: &Codec,
     to: &Codec,
+    layout: Layout,
     input: &Path,
     out: &mut dyn Output,
     progress: &mut dyn FnMut(usize, usize),
@@ -98,13 +101,14 @@ pub fn convert(
         face: "read",
     })?;
     let sources = reader.discover(input).map_err(ConvertError::Discover)?;
-    convert_sources(from, to, &sources, out, progress)
+    convert_sources(from, to, layout, &sources, out, progress)
 }
 
 /// Converts the given source units (already discovered).
 pub fn convert_sources(
     from: &Codec,
     to: &Codec,
+    layout: Layout,
     sources: &[Origin],
     out: &mut dyn Output,
     progress: &mut dyn FnMut(usize, usize),
@@ -117,8 +121,9 @@ pub fn convert_sources(
         codec: to.name,
         face: "write",
     })?;
-    let mut writer = face.writer();
+    let mut writer = face.writer(layout);
     let mut summary = Summary::default();
+    let mut written = Vec::new();
     for (i, source) in sources.iter().enumerate() {
         progress(i, sources.len());
         summary.sources += 1;
@@ -134,6 +139,7 @@ pub fn convert_sources(
                 let mut target = Target {
                     out: &mut *out,
                     losses: &mut losses,
+                    written: &mut written,
                 };
                 let result = match &event {
                     Event::Session(s) => {
@@ -153,6 +159,7 @@ pub fn convert_sources(
             let mut target = Target {
                 out: &mut *out,
                 losses: &mut losses,
+                written: &mut written,
             };
             failed = writer.end_source(&mut target).err();
         }
@@ -164,6 +171,7 @@ pub fn convert_sources(
         summary.losses.merge(losses);
     }
     progress(sources.len(), sources.len());
+    summary.written = written;
     Ok(summary)
 }
 

@@ -55,8 +55,33 @@ pub trait ReadFace: Sync {
 
 /// The serialize face: makes writers. Holds no source (spec 6.1).
 pub trait WriteFace: Sync {
-    /// A writer for one conversion run.
-    fn writer(&self) -> Box<dyn SessionWriter>;
+    /// A writer for one conversion run, laying files out as `layout` says.
+    fn writer(&self, layout: Layout) -> Box<dyn SessionWriter>;
+}
+
+/// Where a writer puts each session's files, as paths relative to the output root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    /// A native write reproduces the source's own relative paths; a foreign write uses the
+    /// target harness's layout. What `pond convert --out DIR` does.
+    Mirror,
+    /// Always the target harness's own layout, relative to the folder it reads sessions from
+    /// (`~/.claude/projects`, `~/.codex/sessions`): what `--install` writes.
+    Harness,
+}
+
+/// A session a writer wrote, as the target harness will know it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Written {
+    /// The canonical session it came from.
+    pub source_session: String,
+    /// Its id in the target harness (a writer may have to derive one, e.g. a UUID for Codex).
+    pub session: String,
+    /// The main file, relative to the output root.
+    pub file: String,
+    /// The command that resumes it in the target harness, where the harness has one.
+    pub resume: Option<String>,
 }
 
 /// Whether a write reproduces a session in its own format (lossless) or in another (best effort).
@@ -104,6 +129,8 @@ pub struct Target<'a> {
     pub out: &'a mut dyn Output,
     /// What the target format could not express.
     pub losses: &'a mut Losses,
+    /// The sessions written so far (a writer adds each session it writes, for resume hints).
+    pub written: &'a mut Vec<Written>,
 }
 
 /// A set of files being written, addressed by relative path.

@@ -18,6 +18,7 @@ pub mod pi;
 pub mod registry;
 
 pub use face::{
-    Fidelity, Loss, Losses, Output, ReadFace, SessionWriter, Sniff, Target, WriteError, WriteFace,
+    Fidelity, Layout, Loss, Losses, Output, ReadFace, SessionWriter, Sniff, Target, WriteError,
+    WriteFace, Written,
 };
-pub use registry::{CODECS, Codec, find};
+pub use registry::{CODECS, Codec, Install, find};

@@ -3,6 +3,7 @@
 
 use crate::face::{ReadFace, WriteFace};
 use serde::Serialize;
+use std::path::PathBuf;
 
 /// A codec: a name, the brand of the sessions it reads, and its faces.
 #[derive(Serialize)]
@@ -22,6 +23,23 @@ pub struct Codec {
     /// The serialize face, if the codec writes.
     #[serde(skip)]
     pub write: Option<&'static dyn WriteFace>,
+    /// Where the harness looks for sessions, for `pond convert --install`.
+    #[serde(skip)]
+    pub install: Option<Install>,
+    /// The structural check of a file in this format (what the harness requires of it), used on
+    /// every foreign write by the conformance suite. Returns the problems found.
+    #[serde(skip)]
+    pub validate: Option<fn(relative: &str, bytes: &[u8]) -> Vec<String>>,
+}
+
+/// How `--install` places a written session where its harness finds it.
+pub struct Install {
+    /// The folder the writer's [`Layout::Harness`](crate::face::Layout) paths are relative to,
+    /// honouring the harness's own overrides (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, ...).
+    pub root: fn() -> Result<PathBuf, String>,
+    /// A step that hands the written files to the harness when writing them is not enough
+    /// (`opencode import`); returns what it did, for the user.
+    pub finish: Option<fn(written: &[PathBuf]) -> Result<Vec<String>, String>>,
 }
 
 impl Codec {

@@ -75,8 +75,15 @@ pub fn native_round_trip(codec: &'static Codec, input: &Path) -> Result<RoundTri
         .into_iter()
         .partition(|s| reader.mirrors(s));
     let mut out = MemoryOutput::default();
-    let mut summary = convert_sources(codec, codec, &sources, &mut out, &mut |_, _| {})
-        .map_err(|e| e.to_string())?;
+    let mut summary = convert_sources(
+        codec,
+        codec,
+        pond_codecs::Layout::Mirror,
+        &sources,
+        &mut out,
+        &mut |_, _| {},
+    )
+    .map_err(|e| e.to_string())?;
     let mut derived = Vec::new();
     let mut derived_malformed = Vec::new();
     for source in &others {
@@ -155,6 +162,7 @@ fn derived_round_trip(
     let summary = convert_sources(
         codec,
         codec,
+        pond_codecs::Layout::Mirror,
         std::slice::from_ref(source),
         &mut out,
         &mut |_, _| {},

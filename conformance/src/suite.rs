@@ -124,7 +124,14 @@ fn foreign(from: &'static Codec, to: &'static Codec, dir: &Path) -> Check {
         }
     };
     let mut out = MemoryOutput::default();
-    let summary = match convert_sources(from, to, &sources, &mut out, &mut |_, _| {}) {
+    let summary = match convert_sources(
+        from,
+        to,
+        pond_codecs::Layout::Mirror,
+        &sources,
+        &mut out,
+        &mut |_, _| {},
+    ) {
         Ok(s) => s,
         Err(e) => {
             check.failures.push(e.to_string());

@@ -87,8 +87,15 @@ fn each_fault_is_typed_and_located_and_the_good_session_converts() {
     let sources = reader.discover(dir).expect("discover");
     assert_eq!(sources.len(), 6);
     let mut out = MemoryOutput::default();
-    let summary =
-        convert_sources(&CODEC, &CODEC, &sources, &mut out, &mut |_, _| {}).expect("convert");
+    let summary = convert_sources(
+        &CODEC,
+        &CODEC,
+        pond_codecs::Layout::Mirror,
+        &sources,
+        &mut out,
+        &mut |_, _| {},
+    )
+    .expect("convert");
     assert!(
         summary.write_errors.is_empty(),
         "{:?}",
@@ -171,8 +178,15 @@ fn a_session_without_cwd_is_refused_with_no_project() {
     let reader = CODEC.read.expect("read face");
     let sources = reader.discover(dir).expect("discover");
     let mut out = MemoryOutput::default();
-    let summary =
-        convert_sources(&CODEC, &CODEC, &sources, &mut out, &mut |_, _| {}).expect("convert");
+    let summary = convert_sources(
+        &CODEC,
+        &CODEC,
+        pond_codecs::Layout::Mirror,
+        &sources,
+        &mut out,
+        &mut |_, _| {},
+    )
+    .expect("convert");
     assert_eq!(summary.errors.len(), 1, "{:#?}", summary.errors);
     assert_eq!(summary.errors[0].kind, ParseErrorKind::NoProject);
     assert!(summary.errors[0].file.ends_with("s.jsonl"));

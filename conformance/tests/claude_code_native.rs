@@ -88,8 +88,15 @@ fn faulty_timestamps_do_not_lose_records() {
     let reader = CODEC.read.expect("read face");
     let sources = reader.discover(&dir.join("small.jsonl")).expect("discover");
     let mut out = MemoryOutput::default();
-    let summary =
-        convert_sources(&CODEC, &CODEC, &sources, &mut out, &mut |_, _| {}).expect("convert");
+    let summary = convert_sources(
+        &CODEC,
+        &CODEC,
+        pond_codecs::Layout::Mirror,
+        &sources,
+        &mut out,
+        &mut |_, _| {},
+    )
+    .expect("convert");
     assert_eq!(summary.errors.len(), 45, "{:#?}", summary.errors);
     assert!(
         summary.write_errors.is_empty(),

@@ -96,7 +96,15 @@ fn the_hand_written_fixtures_round_trip() {
 fn round_trip_with_archives(input: &Path, originals: &[(&str, &Path)]) {
     let sources = CODEC.read.unwrap().discover(input).expect("discovers");
     let mut out = MemoryOutput::default();
-    let summary = convert_sources(&CODEC, &CODEC, &sources, &mut out, &mut |_, _| {}).unwrap();
+    let summary = convert_sources(
+        &CODEC,
+        &CODEC,
+        pond_codecs::Layout::Mirror,
+        &sources,
+        &mut out,
+        &mut |_, _| {},
+    )
+    .unwrap();
     assert!(
         summary.is_clean(),
         "{:?} {:?}",
@@ -264,26 +272,4 @@ fn a_session_without_cwd_is_no_project_never_an_invented_one() {
     assert_eq!(errors[0].kind, ParseErrorKind::NoProject);
     assert_eq!(errors[0].locator, Locator::Line(1));
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
-fn a_foreign_session_is_refused_whole_for_now() {
-    use pond_codecs::face::{Fidelity, Losses, Target, WriteError};
-    let (events, _) = read_all(&CODEC, &repo_fixtures()).unwrap();
-    let Some(Event::Session(session)) = events.first() else {
-        panic!("no session");
-    };
-    let mut out = MemoryOutput::default();
-    let mut losses = Losses::default();
-    let mut target = Target {
-        out: &mut out,
-        losses: &mut losses,
-    };
-    let mut writer = CODEC.write.unwrap().writer();
-    let refused = writer.session(session, Fidelity::Foreign, &mut target);
-    assert!(
-        matches!(refused, Err(WriteError::Unrepresentable { .. })),
-        "{refused:?}"
-    );
-    assert!(out.files.is_empty());
 }

@@ -32,4 +32,6 @@ pub static CODEC: Codec = Codec {
     description: "Claude Code JSONL transcripts (~/.claude/projects), with sub-agent transcripts",
     read: Some(&READER),
     write: Some(&WRITER),
+    install: None,
+    validate: None,
 };

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 pub struct ClaudeCodeWriteFace;
 
 impl WriteFace for ClaudeCodeWriteFace {
-    fn writer(&self) -> Box<dyn SessionWriter> {
+    fn writer(&self, _layout: crate::face::Layout) -> Box<dyn SessionWriter> {
         Box::new(ClaudeCodeWriter::default())
     }
 }

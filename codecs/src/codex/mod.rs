@@ -60,6 +60,8 @@ pub static CODEC: Codec = Codec {
     description: "OpenAI Codex CLI rollouts (~/.codex/sessions, archived_sessions, .jsonl.zst)",
     read: Some(&CodexReader),
     write: Some(&CodexWriter),
+    install: None,
+    validate: None,
 };
 
 /// Keys of the options bags this codec reads and writes.

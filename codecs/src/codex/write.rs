@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 pub struct CodexWriter;
 
 impl WriteFace for CodexWriter {
-    fn writer(&self) -> Box<dyn SessionWriter> {
+    fn writer(&self, _layout: crate::face::Layout) -> Box<dyn SessionWriter> {
         Box::new(RolloutWriter::default())
     }
 }

@@ -49,6 +49,8 @@ pub static CODEC: Codec = Codec {
     description: "opencode: opencode.db (SQLite), the legacy storage/ JSON tree, `opencode export` JSON",
     read: Some(&OpencodeReader),
     write: Some(&write::OpencodeWriter),
+    install: None,
+    validate: None,
 };
 
 /// The read face: discovers databases, storage trees and export documents.

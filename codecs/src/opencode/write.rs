@@ -18,7 +18,7 @@ use std::collections::HashMap;
 pub struct OpencodeWriter;
 
 impl WriteFace for OpencodeWriter {
-    fn writer(&self) -> Box<dyn SessionWriter> {
+    fn writer(&self, _layout: crate::face::Layout) -> Box<dyn SessionWriter> {
         Box::new(ExportWriter::default())
     }
 }

@@ -38,6 +38,8 @@ pub static CODEC: Codec = Codec {
     description: "pi coding agent: one JSONL file per session (versions 1-3), a tree of entries",
     read: Some(&PiReader),
     write: Some(&write::PiWriter),
+    install: None,
+    validate: None,
 };
 
 /// The read face.

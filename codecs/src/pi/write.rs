@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 pub struct PiWriter;
 
 impl WriteFace for PiWriter {
-    fn writer(&self) -> Box<dyn SessionWriter> {
+    fn writer(&self, _layout: crate::face::Layout) -> Box<dyn SessionWriter> {
         Box::new(FileWriter::default())
     }
 }
