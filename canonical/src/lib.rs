@@ -21,10 +21,10 @@ pub use bounded::{FileData, Json, MAX_VALUE_BYTES, Project, Text};
 pub use event::{Event, MessageHead, Role, WireEvent};
 pub use ids::{MessageId, PartId, SessionId};
 pub use model::{
-    AssistantMessage, AssistantPart, FilePart, Message, Options, Part, PartKey, Provenance,
-    ReasoningPart, Session, SessionLog, SystemMessage, TextPart, ToolApprovalRequestPart,
-    ToolApprovalResponsePart, ToolCallPart, ToolMessage, ToolPart, ToolResultPart, UserMessage,
-    UserPart, options_ns,
+    AssistantMessage, AssistantPart, FilePart, Message, Options, Part, PartKey, PartRef,
+    Provenance, ReasoningPart, Session, SessionLog, SystemMessage, TextPart,
+    ToolApprovalRequestPart, ToolApprovalResponsePart, ToolCallPart, ToolMessage, ToolPart,
+    ToolResultPart, UserMessage, UserPart, options_ns,
 };
-pub use seam::{Extracted, Locator, Origin, ParseError, ParseErrorKind, Record};
+pub use seam::{Extracted, LineFields, Locator, Origin, ParseError, ParseErrorKind, Record};
 pub use time::Timestamp;

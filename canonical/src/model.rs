@@ -251,6 +251,75 @@ impl Part {
     }
 }
 
+/// A part borrowed from its message: what [`Message::parts`] gives, without cloning the parts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PartRef<'a> {
+    Text(&'a TextPart),
+    Reasoning(&'a ReasoningPart),
+    File(&'a FilePart),
+    ToolCall(&'a ToolCallPart),
+    ToolResult(&'a ToolResultPart),
+    ToolApprovalRequest(&'a ToolApprovalRequestPart),
+    ToolApprovalResponse(&'a ToolApprovalResponsePart),
+}
+
+macro_rules! each_part_ref {
+    ($self:expr, $p:ident => $e:expr) => {
+        match $self {
+            PartRef::Text($p) => $e,
+            PartRef::Reasoning($p) => $e,
+            PartRef::File($p) => $e,
+            PartRef::ToolCall($p) => $e,
+            PartRef::ToolResult($p) => $e,
+            PartRef::ToolApprovalRequest($p) => $e,
+            PartRef::ToolApprovalResponse($p) => $e,
+        }
+    };
+}
+
+impl<'a> PartRef<'a> {
+    /// The part's id.
+    pub fn id(&self) -> &'a PartId {
+        each_part_ref!(*self, p => &p.id)
+    }
+
+    /// Conversation or injected.
+    pub fn provenance(&self) -> Provenance {
+        each_part_ref!(*self, p => p.provenance)
+    }
+
+    /// The part's options bag.
+    pub fn options(&self) -> &'a Options {
+        each_part_ref!(*self, p => &p.options)
+    }
+
+    /// The `type` discriminator, as [`Part::kind`] gives it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Text(_) => "text",
+            Self::Reasoning(_) => "reasoning",
+            Self::File(_) => "file",
+            Self::ToolCall(_) => "tool_call",
+            Self::ToolResult(_) => "tool_result",
+            Self::ToolApprovalRequest(_) => "tool_approval_request",
+            Self::ToolApprovalResponse(_) => "tool_approval_response",
+        }
+    }
+
+    /// An owned copy as a generic [`Part`].
+    pub fn to_part(&self) -> Part {
+        match *self {
+            Self::Text(p) => Part::Text(p.clone()),
+            Self::Reasoning(p) => Part::Reasoning(p.clone()),
+            Self::File(p) => Part::File(p.clone()),
+            Self::ToolCall(p) => Part::ToolCall(p.clone()),
+            Self::ToolResult(p) => Part::ToolResult(p.clone()),
+            Self::ToolApprovalRequest(p) => Part::ToolApprovalRequest(p.clone()),
+            Self::ToolApprovalResponse(p) => Part::ToolApprovalResponse(p.clone()),
+        }
+    }
+}
+
 macro_rules! role_parts {
     ($(#[$doc:meta])* $name:ident { $($variant:ident($ty:ty)),* $(,)? }) => {
         $(#[$doc])*
@@ -264,6 +333,22 @@ macro_rules! role_parts {
             fn from(p: $name) -> Part {
                 match p {
                     $($name::$variant(x) => Part::$variant(x),)*
+                }
+            }
+        }
+
+        impl $name {
+            /// Conversation or injected, without converting to a generic [`Part`].
+            pub fn provenance(&self) -> Provenance {
+                match self {
+                    $($name::$variant(x) => x.provenance,)*
+                }
+            }
+
+            /// The part, borrowed, as a [`PartRef`].
+            pub fn as_part_ref(&self) -> PartRef<'_> {
+                match self {
+                    $($name::$variant(x) => PartRef::$variant(x),)*
                 }
             }
         }
@@ -484,6 +569,30 @@ impl Message {
             Self::Assistant(m) => m.content.iter().cloned().map(Part::from).collect(),
             Self::Tool(m) => m.content.iter().cloned().map(Part::from).collect(),
         }
+    }
+
+    /// The parts, in order, borrowed (a system message has none).
+    pub fn part_refs(&self) -> Vec<PartRef<'_>> {
+        match self {
+            Self::System(_) => Vec::new(),
+            Self::User(m) => m.content.iter().map(UserPart::as_part_ref).collect(),
+            Self::Assistant(m) => m.content.iter().map(AssistantPart::as_part_ref).collect(),
+            Self::Tool(m) => m.content.iter().map(ToolPart::as_part_ref).collect(),
+        }
+    }
+
+    /// The provenance of each part, in order, without cloning the parts.
+    pub fn part_provenances(&self) -> impl Iterator<Item = Provenance> + '_ {
+        let (user, assistant, tool): (&[UserPart], &[AssistantPart], &[ToolPart]) = match self {
+            Self::System(_) => (&[], &[], &[]),
+            Self::User(m) => (&m.content, &[], &[]),
+            Self::Assistant(m) => (&[], &m.content, &[]),
+            Self::Tool(m) => (&[], &[], &m.content),
+        };
+        user.iter()
+            .map(UserPart::provenance)
+            .chain(assistant.iter().map(AssistantPart::provenance))
+            .chain(tool.iter().map(ToolPart::provenance))
     }
 
     /// The number of parts.

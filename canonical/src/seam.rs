@@ -252,15 +252,17 @@ impl<'o> Record<'o> {
     /// Parses one line of a JSONL source. `line` is 1-based and excludes the line terminator.
     pub fn from_json_line(origin: &'o Origin, line: u64, bytes: &[u8]) -> Result<Self, ParseError> {
         let at = Locator::Line(line);
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            origin.error(
-                at.clone(),
-                ParseErrorKind::InvalidUtf8 {
-                    valid_up_to: e.valid_up_to(),
-                },
-            )
-        })?;
-        let value: Value = serde_json::from_str(text).map_err(|e| {
+        // `from_slice` accepts only UTF-8 (it checks strings; any other non-ASCII byte is a syntax
+        // error), so the separate UTF-8 pass is needed only to name a fault as invalid UTF-8.
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+            if let Err(u) = std::str::from_utf8(bytes) {
+                return origin.error(
+                    at.clone(),
+                    ParseErrorKind::InvalidUtf8 {
+                        valid_up_to: u.valid_up_to(),
+                    },
+                );
+            }
             let kind = if e.is_eof() {
                 ParseErrorKind::Truncated {
                     detail: e.to_string(),
@@ -360,6 +362,147 @@ impl<'o> Record<'o> {
     /// A typed error at this record.
     pub fn error(&self, kind: ParseErrorKind) -> ParseError {
         self.origin.error(self.locator.clone(), kind)
+    }
+}
+
+/// A few top-level fields of one JSONL line, read without building the rest of the line: for a
+/// survey pass that needs only envelope fields (which session a line belongs to, its `cwd`).
+/// Values of other members are skipped unbuilt; a wanted member that is neither a string nor a
+/// boolean reads as absent, like [`Record::str`] on it. A repeated key keeps its last value,
+/// as in a [`Record`].
+#[derive(Debug)]
+pub struct LineFields<'b> {
+    line: u64,
+    fields: Vec<(&'static str, Scalar<'b>)>,
+}
+
+#[derive(Debug)]
+enum Scalar<'b> {
+    Str(std::borrow::Cow<'b, str>),
+    Bool(bool),
+    Other,
+}
+
+impl<'b> LineFields<'b> {
+    /// Reads the members named in `wanted` from one line, or `None` where
+    /// [`Record::from_json_line`] would fail (not UTF-8, not JSON, not an object).
+    pub fn parse(line: u64, bytes: &'b [u8], wanted: &[&'static str]) -> Option<Self> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let fields = serde::de::DeserializeSeed::deserialize(Wanted(wanted), &mut de).ok()?;
+        de.end().ok()?;
+        Some(Self { line, fields })
+    }
+
+    fn scalar(&self, key: &str) -> Option<&Scalar<'b>> {
+        self.fields.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// The member `key` if it is a string.
+    pub fn str(&self, key: &str) -> Option<Extracted<&str>> {
+        match self.scalar(key)? {
+            Scalar::Str(s) => Some(Extracted(s)),
+            _ => None,
+        }
+    }
+
+    /// The member `key` if it is a boolean.
+    pub fn bool(&self, key: &str) -> Option<Extracted<bool>> {
+        match self.scalar(key)? {
+            Scalar::Bool(b) => Some(Extracted(*b)),
+            _ => None,
+        }
+    }
+
+    /// The line's position as id material, as [`Record::position`] gives it.
+    pub fn position(&self) -> Extracted<String> {
+        Extracted(format!("L{}", self.line))
+    }
+}
+
+struct Wanted<'w>(&'w [&'static str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Wanted<'_> {
+    type Value = Vec<(&'static str, Scalar<'de>)>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Wanted<'_> {
+    type Value = Vec<(&'static str, Scalar<'de>)>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out: Vec<(&'static str, Scalar<'de>)> = Vec::new();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match self.0.iter().find(|w| **w == key) {
+                Some(&name) => {
+                    let value = map.next_value::<ScalarOf<'de>>()?.0;
+                    match out.iter_mut().find(|(k, _)| *k == name) {
+                        Some(slot) => slot.1 = value,
+                        None => out.push((name, value)),
+                    }
+                }
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+struct ScalarOf<'b>(Scalar<'b>);
+
+impl<'de> serde::Deserialize<'de> for ScalarOf<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ScalarVisitor)
+    }
+}
+
+struct ScalarVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ScalarVisitor {
+    type Value = ScalarOf<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(ScalarOf(Scalar::Str(std::borrow::Cow::Borrowed(v))))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(ScalarOf(Scalar::Str(std::borrow::Cow::Owned(v.to_owned()))))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(ScalarOf(Scalar::Str(std::borrow::Cow::Owned(v))))
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(ScalarOf(Scalar::Bool(v)))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(ScalarOf(Scalar::Other))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(ScalarOf(Scalar::Other))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(ScalarOf(Scalar::Other))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(ScalarOf(Scalar::Other))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(ScalarOf(Scalar::Other))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(ScalarOf(Scalar::Other))
     }
 }
 
@@ -505,6 +648,37 @@ mod tests {
         assert!(r.take_str("n").is_none(), "a non-string stays");
         let rest = r.into_rest().into_inner();
         assert_eq!(rest.keys().collect::<Vec<_>>(), ["type", "n"]);
+    }
+
+    #[test]
+    fn line_fields_read_like_a_record() {
+        let o = origin();
+        let line = br#"{"a":"x","b":{"c":[1,"y"]},"d":true,"e":3,"a":"z\u00e9","f":"\"q"}"#;
+        let f = LineFields::parse(4, line, &["a", "b", "d", "e", "f", "g"]).unwrap();
+        let r = Record::from_json_line(&o, 4, line).unwrap();
+        for key in ["a", "b", "d", "e", "f", "g"] {
+            assert_eq!(
+                f.str(key).map(|s| *s.get()),
+                r.str(key).map(|s| *s.get()),
+                "{key}"
+            );
+            assert_eq!(
+                f.bool(key).map(|b| *b.get()),
+                r.get(key).and_then(|v| v.as_bool()).map(|b| *b.get()),
+                "{key}"
+            );
+        }
+        assert_eq!(f.position().get(), r.position().get());
+        for bad in [
+            &b"{\"a\":1"[..],
+            b"{\"a\":}",
+            b"[1,2]",
+            b"{\"a\":\"\xff\"}",
+            b"{} x",
+        ] {
+            assert!(LineFields::parse(1, bad, &["a"]).is_none());
+            assert!(Record::from_json_line(&o, 1, bad).is_err());
+        }
     }
 
     #[test]

@@ -6,7 +6,12 @@
 //! The baseline is what any tool does at least: read the same file, parse every line into a
 //! `serde_json::Value`, and write each back as JSON. pond does that plus the canonical mapping.
 //! Runs alternate (baseline, pond, baseline, ...) so both see the same machine state; the
-//! figures are MB/s over the source file's bytes, min / median / max of the rounds.
+//! figures are MB/s over the source file's bytes, min / median / max of the rounds. Both run
+//! under mimalloc, the `pond` binary's allocator.
+
+/// The same allocator as the `pond` binary; it serves the baseline and pond alike.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use pond_codecs::convert::convert_sources;
 use pond_codecs::face::{Output, WriteError};

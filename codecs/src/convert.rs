@@ -1,7 +1,7 @@
 //! The conversion driver: a read face's events into a write face's writer, with the system (not
 //! the codec) deciding native or foreign per session (spec 6.3), and a summary of what happened.
 
-use crate::face::{Fidelity, Layout, Losses, Output, Target, WriteError, Written};
+use crate::face::{Fidelity, Layout, Losses, Output, SessionWriter, Target, WriteError, Written};
 use crate::registry::Codec;
 use pond_canonical::{Event, Message, Origin, ParseError, Provenance};
 use serde::Serialize;
@@ -47,11 +47,12 @@ impl Summary {
             Event::Session(_) => self.sessions += 1,
             Event::Message(m) => {
                 self.messages += 1;
-                let parts = m.parts();
-                self.parts += parts.len() as u64;
-                self.injected_parts += parts
-                    .iter()
-                    .filter(|p| p.provenance() == Provenance::Injected)
+                // Borrowed: cloning every part (tool results and all) just to count them
+                // cost as much as the parse.
+                self.parts += m.part_count() as u64;
+                self.injected_parts += m
+                    .part_provenances()
+                    .filter(|p| *p == Provenance::Injected)
                     .count() as u64;
                 if let Message::System(s) = m
                     && s.carried_record().is_some()
@@ -123,56 +124,116 @@ pub fn convert_sources(
     })?;
     let mut writer = face.writer(layout);
     let mut summary = Summary::default();
-    let mut written = Vec::new();
     for (i, source) in sources.iter().enumerate() {
         progress(i, sources.len());
         summary.sources += 1;
-        let mut failed: Option<WriteError> = None;
-        let mut losses = Losses::default();
-        reader.read(source, &mut |item| match item {
-            Err(e) => summary.errors.push(e),
-            Ok(event) => {
-                summary.count(&event);
-                if failed.is_some() {
-                    return;
-                }
-                let mut target = Target {
-                    out: &mut *out,
-                    losses: &mut losses,
-                    written: &mut written,
-                };
-                let result = match &event {
-                    Event::Session(s) => {
-                        let fidelity = Fidelity::decide(s, to.source_agent);
-                        match fidelity {
-                            Fidelity::Native => summary.native_sessions += 1,
-                            Fidelity::Foreign => summary.foreign_sessions += 1,
-                        }
-                        writer.session(s, fidelity, &mut target)
-                    }
-                    Event::Message(m) => writer.message(m, &mut target),
-                };
-                failed = result.err();
-            }
-        });
-        if failed.is_none() {
-            let mut target = Target {
-                out: &mut *out,
-                losses: &mut losses,
-                written: &mut written,
-            };
-            failed = writer.end_source(&mut target).err();
-        }
-        if let Some(e) = failed {
-            summary
-                .write_errors
-                .push(format!("{}: {e}", source.path().display()));
-        }
-        summary.losses.merge(losses);
+        let mut feed = Feed::new(to, writer.as_mut(), &mut *out, &mut summary);
+        reader.read(source, &mut |item| feed.item(item));
+        feed.end(&source.path().display().to_string());
     }
     progress(sources.len(), sources.len());
-    summary.written = written;
     Ok(summary)
+}
+
+/// Writes canonical events (a stored session and its children, say) with `to`, as one source
+/// unit: the path a conversion takes from a read face, minus the reading. Each session's
+/// `Session` event must come before its messages (adapter-integrity-event-ordering).
+pub fn write_events(
+    to: &Codec,
+    layout: Layout,
+    unit: &str,
+    events: impl IntoIterator<Item = Event>,
+    out: &mut dyn Output,
+) -> Result<Summary, ConvertError> {
+    let face = to.write.ok_or(ConvertError::MissingFace {
+        codec: to.name,
+        face: "write",
+    })?;
+    let mut writer = face.writer(layout);
+    let mut summary = Summary {
+        sources: 1,
+        ..Summary::default()
+    };
+    let mut feed = Feed::new(to, writer.as_mut(), out, &mut summary);
+    for event in events {
+        feed.item(Ok(event));
+    }
+    feed.end(unit);
+    Ok(summary)
+}
+
+/// Feeds one source unit's events into a writer: counts them, lets the system decide native or
+/// foreign per session (spec 6.3), and stops writing (not counting) after a write fails.
+struct Feed<'a> {
+    to: &'a Codec,
+    writer: &'a mut dyn SessionWriter,
+    out: &'a mut dyn Output,
+    summary: &'a mut Summary,
+    losses: Losses,
+    failed: Option<WriteError>,
+}
+
+impl<'a> Feed<'a> {
+    fn new(
+        to: &'a Codec,
+        writer: &'a mut dyn SessionWriter,
+        out: &'a mut dyn Output,
+        summary: &'a mut Summary,
+    ) -> Self {
+        Self {
+            to,
+            writer,
+            out,
+            summary,
+            losses: Losses::default(),
+            failed: None,
+        }
+    }
+
+    fn item(&mut self, item: Result<Event, ParseError>) {
+        let event = match item {
+            Err(e) => return self.summary.errors.push(e),
+            Ok(event) => event,
+        };
+        self.summary.count(&event);
+        if self.failed.is_some() {
+            return;
+        }
+        let mut target = Target {
+            out: &mut *self.out,
+            losses: &mut self.losses,
+            written: &mut self.summary.written,
+        };
+        let result = match &event {
+            Event::Session(s) => {
+                let fidelity = Fidelity::decide(s, self.to.source_agent);
+                match fidelity {
+                    Fidelity::Native => self.summary.native_sessions += 1,
+                    Fidelity::Foreign => self.summary.foreign_sessions += 1,
+                }
+                self.writer.session(s, fidelity, &mut target)
+            }
+            Event::Message(m) => self.writer.message(m, &mut target),
+        };
+        self.failed = result.err();
+    }
+
+    fn end(mut self, unit: &str) {
+        if self.failed.is_none() {
+            let mut target = Target {
+                out: &mut *self.out,
+                losses: &mut self.losses,
+                written: &mut self.summary.written,
+            };
+            self.failed = self.writer.end_source(&mut target).err();
+        }
+        self.out.end_unit();
+        if let Some(e) = self.failed.take() {
+            self.summary.write_errors.push(format!("{unit}: {e}"));
+        }
+        let losses = std::mem::take(&mut self.losses);
+        self.summary.losses.merge(losses);
+    }
 }
 
 /// Reads every session at `input` with `codec`, collecting events and faults (for tests, the

@@ -138,6 +138,11 @@ pub trait Output {
     /// Appends `bytes` to the file at `relative` (created on first use). `relative` must be a
     /// plain relative path: session data never decides where pond writes.
     fn append(&mut self, relative: &str, bytes: &[u8]) -> Result<(), WriteError>;
+
+    /// One source unit's writes are done. A later unit may not append to a file written so far:
+    /// two sources that map to one file (the same session in two source files) get
+    /// [`WriteError::Exists`] for the second, never a merged file.
+    fn end_unit(&mut self) {}
 }
 
 /// A write that could not be done.

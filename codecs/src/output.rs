@@ -1,7 +1,7 @@
 //! [`Output`] implementations: a directory, memory, and a single stream.
 
 use crate::face::{Output, WriteError, check_relative_path};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -12,6 +12,8 @@ pub struct DirOutput {
     root: PathBuf,
     open: BTreeMap<String, BufWriter<File>>,
     written: Vec<String>,
+    /// Files of finished source units: closed to further appends.
+    sealed: BTreeSet<String>,
 }
 
 /// How many files a [`DirOutput`] keeps open at once; older ones are flushed and closed.
@@ -24,6 +26,7 @@ impl DirOutput {
             root: root.into(),
             open: BTreeMap::new(),
             written: Vec::new(),
+            sealed: BTreeSet::new(),
         }
     }
 
@@ -42,7 +45,16 @@ impl DirOutput {
 }
 
 impl Output for DirOutput {
+    fn end_unit(&mut self) {
+        self.sealed.extend(self.written.iter().cloned());
+    }
+
     fn append(&mut self, relative: &str, bytes: &[u8]) -> Result<(), WriteError> {
+        if self.sealed.contains(relative) {
+            return Err(WriteError::Exists {
+                path: self.root.join(relative).display().to_string(),
+            });
+        }
         if !self.open.contains_key(relative) {
             check_relative_path(relative)?;
             let path = self.root.join(relative);
@@ -104,6 +116,8 @@ impl Drop for DirOutput {
 pub struct MemoryOutput {
     /// Relative path to contents.
     pub files: BTreeMap<String, Vec<u8>>,
+    /// Files of finished source units: closed to further appends.
+    sealed: BTreeSet<String>,
 }
 
 impl MemoryOutput {
@@ -121,8 +135,17 @@ impl MemoryOutput {
 }
 
 impl Output for MemoryOutput {
+    fn end_unit(&mut self) {
+        self.sealed.extend(self.files.keys().cloned());
+    }
+
     fn append(&mut self, relative: &str, bytes: &[u8]) -> Result<(), WriteError> {
         check_relative_path(relative)?;
+        if self.sealed.contains(relative) {
+            return Err(WriteError::Exists {
+                path: relative.to_owned(),
+            });
+        }
         self.files
             .entry(relative.to_owned())
             .or_default()

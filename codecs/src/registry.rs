@@ -26,10 +26,24 @@ pub struct Codec {
     /// Where the harness looks for sessions, for `pond convert --install`.
     #[serde(skip)]
     pub install: Option<Install>,
+    /// Where the harness keeps its sessions on this machine (`pond sync`'s default sources),
+    /// honouring the harness's own overrides. Paths that do not exist are skipped by the caller.
+    #[serde(skip)]
+    pub default_sources: fn() -> Vec<PathBuf>,
     /// The structural check of a file in this format (what the harness requires of it), used on
     /// every foreign write by the conformance suite. Returns the problems found.
     #[serde(skip)]
     pub validate: Option<fn(relative: &str, bytes: &[u8]) -> Vec<String>>,
+}
+
+/// `$VAR` if set and non-empty, else `$HOME/<fallback>`: how harnesses locate their homes.
+pub fn env_or_home(var: &str, fallback: &str) -> Option<PathBuf> {
+    let nonempty = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    nonempty(var).or_else(|| nonempty("HOME").map(|h| h.join(fallback)))
 }
 
 /// How `--install` places a written session where its harness finds it.

@@ -5,5 +5,7 @@
 //! foreign conversion that the target codec must read back without a fault.
 //! `pond conformance` and the test suite both run it.
 
+pub mod foreign_check;
+pub mod oracle;
 pub mod roundtrip;
 pub mod suite;

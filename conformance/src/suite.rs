@@ -100,8 +100,10 @@ fn native(codec: &'static Codec, dir: &Path) -> Check {
     check
 }
 
-/// Converts every fixture of `from` into `to` in memory, then reads the result back with `to`'s
-/// own read face: the output must parse with no fault and hold as many sessions as were written.
+/// Converts every fixture of `from` into `to`, one source unit at a time (two fixtures may hold
+/// the same session, which would map to one target file), checks every written file with `to`'s
+/// structural validator, then reads each unit's output back with `to`'s own read face: it must
+/// parse with no fault and hold at least one session.
 fn foreign(from: &'static Codec, to: &'static Codec, dir: &Path) -> Check {
     let mut check = Check {
         kind: "foreign",
@@ -123,67 +125,90 @@ fn foreign(from: &'static Codec, to: &'static Codec, dir: &Path) -> Check {
             return check;
         }
     };
-    let mut out = MemoryOutput::default();
-    let summary = match convert_sources(
-        from,
-        to,
-        pond_codecs::Layout::Mirror,
-        &sources,
-        &mut out,
-        &mut |_, _| {},
-    ) {
-        Ok(s) => s,
-        Err(e) => {
-            check.failures.push(e.to_string());
-            return check;
+    let mut losses = pond_codecs::Losses::default();
+    for source in &sources {
+        let mut out = MemoryOutput::default();
+        let layout = pond_codecs::Layout::Mirror;
+        let summary = match convert_sources(
+            from,
+            to,
+            layout,
+            std::slice::from_ref(source),
+            &mut out,
+            &mut |_, _| {},
+        ) {
+            Ok(s) => s,
+            Err(e) => {
+                check.failures.push(e.to_string());
+                continue;
+            }
+        };
+        if !summary.errors.is_empty() {
+            check.malformed += 1;
         }
-    };
-    let faulty: std::collections::BTreeSet<_> =
-        summary.errors.iter().map(|e| e.file.clone()).collect();
-    check.malformed = faulty.len();
-    check.failures.extend(summary.write_errors.iter().cloned());
-    check.losses = summary
-        .losses
+        check.failures.extend(summary.write_errors.iter().cloned());
+        check.checked += summary.foreign_sessions as usize;
+        losses.merge(summary.losses);
+        if let Err(e) = read_back(to, &out) {
+            let unit = source.relative().into_inner().to_owned();
+            check
+                .failures
+                .extend(e.into_iter().map(|f| format!("{unit}: {f}")));
+        }
+    }
+    check.losses = losses
         .kinds
         .iter()
         .map(|(k, l)| format!("{k} x{}", l.count))
         .collect();
-    check.checked = summary.foreign_sessions as usize;
-    if to.read.is_some() && !out.files.is_empty() {
-        let scratch = match crate::roundtrip::tempdir_for(&format!("{}-{}", from.name, to.name)) {
-            Ok(d) => d,
-            Err(e) => {
-                check.failures.push(e);
-                return check;
-            }
-        };
+    check
+}
+
+/// Validates every file of a foreign write with the target's structural check and reads the
+/// files back with the target's read face.
+fn read_back(to: &'static Codec, out: &MemoryOutput) -> Result<(), Vec<String>> {
+    let mut failures = Vec::new();
+    if out.files.is_empty() {
+        return Ok(());
+    }
+    // The target's own structural check of every file written (what the harness requires).
+    if let Some(validate) = to.validate {
+        for (rel, bytes) in &out.files {
+            failures.extend(
+                validate(rel, bytes)
+                    .into_iter()
+                    .map(|p| format!("{rel}: {p}")),
+            );
+        }
+    }
+    if to.read.is_some() {
+        let scratch = crate::roundtrip::tempdir_for(to.name).map_err(|e| vec![e])?;
         if let Err(e) = out.write_to(&scratch) {
-            check.failures.push(format!("{}: {e}", scratch.display()));
+            failures.push(format!("{}: {e}", scratch.display()));
         }
         match read_all(to, &scratch) {
-            Err(e) => check
-                .failures
-                .push(format!("{} cannot read the output back: {e}", to.name)),
+            Err(e) => failures.push(format!("{} cannot read the output back: {e}", to.name)),
             Ok((events, faults)) => {
-                check.failures.extend(
+                failures.extend(
                     faults
                         .iter()
                         .map(|f| format!("{} reads its own output with a fault: {f}", to.name)),
                 );
-                let sessions = events
+                if !events
                     .iter()
-                    .filter(|e| matches!(e, pond_canonical::Event::Session(_)))
-                    .count();
-                if sessions == 0 {
-                    check
-                        .failures
-                        .push(format!("{} found no session in the output", to.name));
+                    .any(|e| matches!(e, pond_canonical::Event::Session(_)))
+                {
+                    failures.push(format!("{} found no session in the output", to.name));
                 }
             }
         }
         let _ = std::fs::remove_dir_all(&scratch);
     }
-    check
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures)
+    }
 }
 
 /// The result table for people.

@@ -1,12 +1,13 @@
 //! # pond-store
 //!
-//! The durable half of pond (spec sections 3 and 5): the generic Lance storage substrate and the
-//! `sessions` / `messages` / `parts` datasets built on it.
-//!
-//! Not built yet: this crate is the seam the `store` feature of the `pond` binary switches on, so
-//! that `cargo build -p pond --no-default-features` already gives a convert-only binary without
-//! Lance. The substrate and datasets land with the store issue; until then the crate holds only
-//! what the CLI needs to say where data would live.
+//! The durable half of pond (spec sections 3 and 5): the generic Lance storage [`substrate`] and
+//! the [`sessions`] datasets built on it, with the import stage of `pond sync` ([`sync`]).
+//! This is the only crate that depends on Lance.
+
+pub mod restore;
+pub mod sessions;
+pub mod substrate;
+pub mod sync;
 
 use std::path::PathBuf;
 

@@ -15,7 +15,8 @@
 //! `sessionId` its records carry. Every session records its file's path relative to the input in
 //! `options.source.path`, which is where a native write puts it again.
 //!
-//! A file is read twice: a survey pass assigns each line to its session and finds each session's
+//! A file is read twice: a survey pass (which decodes only the envelope fields it needs, see
+//! [`LineFields`]) assigns each line to its session and finds each session's
 //! project (`cwd`, model-project-non-empty) and creation time, so that the `Session` event can
 //! precede its messages (adapter-integrity-event-ordering) without holding the file in memory;
 //! the second pass places every record and reports every fault.
@@ -26,8 +27,8 @@ use crate::face::{ReadFace, Sniff};
 use crate::jsonl;
 use pond_canonical::bounded::bounded_object;
 use pond_canonical::{
-    Event, Extracted, Locator, Origin, ParseError, ParseErrorKind, Project, Record, Session,
-    SessionId, Timestamp, options_ns,
+    Event, Extracted, LineFields, Locator, Origin, ParseError, ParseErrorKind, Project, Record,
+    Session, SessionId, Timestamp, options_ns,
 };
 use serde_json::Value;
 use std::collections::HashMap;
@@ -205,6 +206,17 @@ struct Survey {
     lines: HashMap<u64, (usize, Option<u64>)>,
 }
 
+/// The envelope fields the survey reads.
+const SURVEY_FIELDS: [&str; 7] = [
+    "isSidechain",
+    "agentId",
+    "parentUuid",
+    "uuid",
+    "cwd",
+    "timestamp",
+    "sessionId",
+];
+
 fn survey(source: &Origin) -> Result<Survey, ParseError> {
     let agent_file = is_agent_file(source);
     let mut groups = vec![Group::new(GroupKind::File, 1)];
@@ -212,18 +224,17 @@ fn survey(source: &Origin) -> Result<Survey, ParseError> {
     let mut uuid_group: HashMap<String, (usize, u64)> = HashMap::new();
     let mut agent_group: HashMap<String, usize> = HashMap::new();
     let file = jsonl::open(source)?;
-    jsonl::read_records(source, file, |record| {
-        let Ok(record) = record else { return };
-        let Locator::Line(line) = *record.locator() else {
+    jsonl::read_lines(source, file, |line, bytes| {
+        // Only the envelope fields the survey needs are decoded; the rest is skipped unbuilt.
+        // A line the second pass will reject (not JSON, not an object) is skipped here too.
+        let Ok(bytes) = bytes else { return };
+        let Some(scan) = LineFields::parse(line, bytes, &SURVEY_FIELDS) else {
             return;
         };
-        let sidechain = record
-            .get("isSidechain")
-            .and_then(|v| v.as_bool())
-            .is_some_and(|b| *b.get());
+        let sidechain = scan.bool("isSidechain").is_some_and(|b| *b.get());
         let group = if agent_file || !sidechain {
             0
-        } else if let Some(agent) = record.str("agentId") {
+        } else if let Some(agent) = scan.str("agentId") {
             let next = groups.len();
             let g = *agent_group.entry(agent.get().to_string()).or_insert(next);
             if g == next {
@@ -231,7 +242,7 @@ fn survey(source: &Origin) -> Result<Survey, ParseError> {
             }
             g
         } else {
-            let parent = record
+            let parent = scan
                 .str("parentUuid")
                 .and_then(|p| uuid_group.get(*p.get()))
                 .map(|(g, _)| *g)
@@ -239,9 +250,9 @@ fn survey(source: &Origin) -> Result<Survey, ParseError> {
             match parent {
                 Some(g) => g,
                 None => {
-                    let name = match record.str("uuid") {
+                    let name = match scan.str("uuid") {
                         Some(uuid) => uuid.to_owned(),
-                        None => record.position(),
+                        None => scan.position(),
                     };
                     groups.push(Group::new(GroupKind::Chain(name), line));
                     groups.len() - 1
@@ -249,7 +260,7 @@ fn survey(source: &Origin) -> Result<Survey, ParseError> {
             }
         };
         let mut duplicate_of = None;
-        if let Some(uuid) = record.str("uuid").filter(|u| !u.get().is_empty()) {
+        if let Some(uuid) = scan.str("uuid").filter(|u| !u.get().is_empty()) {
             match uuid_group.get(*uuid.get()) {
                 Some((_, first)) => duplicate_of = Some(*first),
                 None => {
@@ -263,18 +274,16 @@ fn survey(source: &Origin) -> Result<Survey, ParseError> {
             g.duplicates += 1;
         }
         if g.project.is_none() {
-            g.project = record
+            g.project = scan
                 .str("cwd")
                 .filter(|c| !c.get().trim().is_empty())
                 .map(|c| c.to_owned());
         }
         if g.created_at.is_none() {
-            g.created_at = record
-                .str("timestamp")
-                .and_then(|t| Timestamp::parse(t).ok());
+            g.created_at = scan.str("timestamp").and_then(|t| Timestamp::parse(t).ok());
         }
         if g.session_ref.is_none() {
-            g.session_ref = record.str("sessionId").map(|s| s.to_owned());
+            g.session_ref = scan.str("sessionId").map(|s| s.to_owned());
         }
     });
     Ok(Survey { groups, lines })

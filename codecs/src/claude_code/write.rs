@@ -7,11 +7,15 @@
 //! order the messages arrive, which is file order, so inline sidechains land back between the
 //! trunk's lines. A sub-agent's `.meta.json` sidecar is written from `options.source.sidecar`.
 //!
-//! Foreign write (a session from another harness) is not implemented yet: such a session is
-//! refused as [`WriteError::Unrepresentable`], with nothing of it written.
+//! With [`Layout::Harness`] a native session goes to `<encoded cwd>/<file name>` (a sub-agent to
+//! `<encoded cwd>/<session id>/subagents/<file name>`), where `claude --resume` finds it.
+//!
+//! Foreign write (a session from another harness) is in [`super::foreign`].
 
-use crate::face::{Fidelity, SessionWriter, Target, WriteError, WriteFace};
-use pond_canonical::{FileData, Message, Options, Part, Session};
+use super::foreign::ForeignWriter;
+use super::naming::{encode_cwd, resume_command};
+use crate::face::{Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written};
+use pond_canonical::{FileData, Message, Options, PartRef, Session};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -19,16 +23,34 @@ use std::collections::HashMap;
 pub struct ClaudeCodeWriteFace;
 
 impl WriteFace for ClaudeCodeWriteFace {
-    fn writer(&self, _layout: crate::face::Layout) -> Box<dyn SessionWriter> {
-        Box::new(ClaudeCodeWriter::default())
+    fn writer(&self, layout: Layout) -> Box<dyn SessionWriter> {
+        Box::new(ClaudeCodeWriter {
+            layout,
+            paths: HashMap::new(),
+            foreign: ForeignWriter::default(),
+        })
     }
 }
 
 /// Writes sessions as Claude Code transcript files.
-#[derive(Debug, Default)]
 pub struct ClaudeCodeWriter {
-    /// The relative file path of every session announced in the current source.
+    layout: Layout,
+    /// The relative file path of every native session announced in the current source.
     paths: HashMap<String, String>,
+    /// Foreign sessions, held until the end of their source.
+    foreign: ForeignWriter,
+}
+
+/// Where a native file goes under [`Layout::Harness`]: the project folder Claude Code derives
+/// from the cwd, then the file's own name, keeping a nested sub-agent's `<sid>/subagents/` part.
+fn harness_path(project: &str, source_path: &str) -> String {
+    let parts: Vec<&str> = source_path.split(['/', '\\']).collect();
+    let keep = match parts.as_slice() {
+        [.., sid, "subagents", _] if !sid.is_empty() => 3,
+        _ => 1,
+    };
+    let tail = parts[parts.len().saturating_sub(keep)..].join("/");
+    format!("{}/{tail}", encode_cwd(project))
 }
 
 impl SessionWriter for ClaudeCodeWriter {
@@ -43,31 +65,52 @@ impl SessionWriter for ClaudeCodeWriter {
             reason: reason.to_owned(),
         };
         if fidelity == Fidelity::Foreign {
-            return Err(refuse(
-                "writing a session from another harness as Claude Code is not implemented yet",
-            ));
+            // spec 6.3: a foreign restore is a valid, idiomatic Claude Code session.
+            self.foreign.session(session);
+            return Ok(());
         }
         let source = session.options.get("source");
-        let path = source
+        let source_path = source
             .and_then(|s| s.get("path"))
             .and_then(Value::as_str)
             .ok_or_else(|| {
                 refuse("options.source.path (the transcript's relative path) is missing")
             })?;
+        let place = |p: &str| match self.layout {
+            Layout::Mirror => p.to_owned(),
+            Layout::Harness => harness_path(session.project.as_str(), p),
+        };
+        let path = place(source_path);
         if let Some(sidecar) = source.and_then(|s| s.get("sidecar")) {
             let sidecar_path = sidecar
                 .get("path")
                 .and_then(Value::as_str)
+                .map(place)
                 .ok_or_else(|| refuse("options.source.sidecar has no path"))?;
             let value = sidecar.get("value").cloned().unwrap_or(Value::Null);
             let bytes = serde_json::to_vec(&value).map_err(|e| refuse(&e.to_string()))?;
-            target.out.append(sidecar_path, &bytes)?;
+            target.out.append(&sidecar_path, &bytes)?;
         }
-        self.paths.insert(session.id.to_string(), path.to_owned());
+        // A sub-agent is resumed through its trunk session.
+        // Inline sidechains share their trunk's file: one entry per file.
+        let resumed = session.parent_session_id.as_ref().unwrap_or(&session.id);
+        if !target.written.iter().any(|w| w.file == path) {
+            target.written.push(Written {
+                source_session: session.id.to_string(),
+                session: session.id.to_string(),
+                file: path.clone(),
+                resume: Some(resume_command(session.project.as_str(), resumed.as_str())),
+            });
+        }
+        self.paths.insert(session.id.to_string(), path);
         Ok(())
     }
 
     fn message(&mut self, message: &Message, target: &mut Target<'_>) -> Result<(), WriteError> {
+        if self.foreign.holds(message.session_id().as_str()) {
+            self.foreign.message(message);
+            return Ok(());
+        }
         let refuse = |reason: String| WriteError::Unrepresentable {
             session: message.session_id().to_string(),
             reason: format!("message {}: {reason}", message.id()),
@@ -76,15 +119,23 @@ impl SessionWriter for ClaudeCodeWriter {
             .paths
             .get(message.session_id().as_str())
             .ok_or_else(|| refuse("its session was not written".into()))?;
-        let record = native_record(message).map_err(refuse)?;
-        let mut line = serde_json::to_vec(&record).map_err(|e| refuse(e.to_string()))?;
+        // A carried record is written as it is, without copying it into a new value first.
+        let carried = match message {
+            Message::System(m) => m.carried_record(),
+            _ => None,
+        };
+        let mut line = match carried {
+            Some(record) => serde_json::to_vec(record),
+            None => serde_json::to_vec(&native_record(message).map_err(refuse)?),
+        }
+        .map_err(|e| refuse(e.to_string()))?;
         line.push(b'\n');
         target.out.append(path, &line)
     }
 
-    fn end_source(&mut self, _target: &mut Target<'_>) -> Result<(), WriteError> {
+    fn end_source(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
         self.paths.clear();
-        Ok(())
+        self.foreign.flush(target)
     }
 }
 
@@ -130,21 +181,10 @@ pub(crate) fn native_record(message: &Message) -> Result<Value, String> {
     Ok(Value::Object(record))
 }
 
-fn part_options(part: &Part) -> &Options {
-    match part {
-        Part::Text(p) => &p.options,
-        Part::Reasoning(p) => &p.options,
-        Part::File(p) => &p.options,
-        Part::ToolCall(p) => &p.options,
-        Part::ToolResult(p) => &p.options,
-        Part::ToolApprovalRequest(p) => &p.options,
-        Part::ToolApprovalResponse(p) => &p.options,
-    }
-}
-
 /// `message.content` rebuilt from the parts and the opaque blocks.
 fn content(message: &Message, source: &Map<String, Value>) -> Result<Value, String> {
-    let parts = message.parts();
+    // Borrowed: cloning the parts (tool inputs and results) would copy what is written anyway.
+    let parts = message.part_refs();
     let opaque = source
         .get("opaque_blocks")
         .and_then(Value::as_array)
@@ -156,7 +196,7 @@ fn content(message: &Message, source: &Map<String, Value>) -> Result<Value, Stri
             let mut text = String::new();
             for part in &parts {
                 match part {
-                    Part::Text(p) => text.push_str(p.text.as_str()),
+                    PartRef::Text(p) => text.push_str(p.text.as_str()),
                     other => return Err(format!("a {} part in string content", other.kind())),
                 }
             }
@@ -173,12 +213,13 @@ fn content(message: &Message, source: &Map<String, Value>) -> Result<Value, Stri
     }
     let mut blocks: Vec<(u64, Value)> = Vec::new();
     for part in &parts {
-        let options = source_of(part_options(part)).cloned().unwrap_or_default();
+        let empty = Map::new();
+        let options = source_of(part.options()).unwrap_or(&empty);
         let index = options
             .get("block")
             .and_then(Value::as_u64)
             .ok_or_else(|| format!("part {} has no options.source.block", part.id()))?;
-        if let (Part::Text(p), Some((last, block))) = (part, blocks.last_mut())
+        if let (PartRef::Text(p), Some((last, block))) = (part, blocks.last_mut())
             && *last == index
         {
             // A later span of a split text block.
@@ -198,31 +239,31 @@ fn content(message: &Message, source: &Map<String, Value>) -> Result<Value, Stri
             .cloned()
             .unwrap_or_default();
         let block = match part {
-            Part::Text(p)
+            PartRef::Text(p)
                 if options.get("block_form").and_then(Value::as_str) == Some("string") =>
             {
                 Value::String(p.text.as_str().to_owned())
             }
-            Part::Text(p) => {
+            PartRef::Text(p) => {
                 fields.insert("text".into(), p.text.as_str().into());
                 Value::Object(fields)
             }
-            Part::Reasoning(p) => {
+            PartRef::Reasoning(p) => {
                 fields.insert("thinking".into(), p.text.as_str().into());
                 Value::Object(fields)
             }
-            Part::ToolCall(p) => {
+            PartRef::ToolCall(p) => {
                 fields.insert("id".into(), p.call_id.as_str().into());
                 fields.insert("name".into(), p.name.as_str().into());
                 fields.insert("input".into(), p.params.as_value().clone());
                 Value::Object(fields)
             }
-            Part::ToolResult(p) => {
+            PartRef::ToolResult(p) => {
                 fields.insert("tool_use_id".into(), p.call_id.as_str().into());
                 fields.insert("content".into(), p.result.as_value().clone());
                 Value::Object(fields)
             }
-            Part::File(p) => {
+            PartRef::File(p) => {
                 let mut file_source = options
                     .get("block_source")
                     .and_then(Value::as_object)

@@ -23,9 +23,11 @@
 //! `history_base.end_ordinal_exclusive - 1` names the parent's message), else the line position
 //! `L<n>` (lance-deterministic-pk).
 
+pub mod foreign;
 mod items;
 mod provenance;
 mod read;
+pub mod validate;
 mod write;
 
 pub use read::CodexReader;
@@ -47,7 +49,8 @@ pub mod archive {
     }
 }
 
-use crate::registry::Codec;
+use crate::registry::{Codec, Install};
+use std::path::PathBuf;
 
 /// The codec's name and its sessions' `source_agent` brand.
 pub const NAME: &str = "codex";
@@ -60,9 +63,34 @@ pub static CODEC: Codec = Codec {
     description: "OpenAI Codex CLI rollouts (~/.codex/sessions, archived_sessions, .jsonl.zst)",
     read: Some(&CodexReader),
     write: Some(&CodexWriter),
-    install: None,
-    validate: None,
+    install: Some(Install {
+        root: sessions_root,
+        finish: None,
+    }),
+    validate: Some(validate::rollout),
+    default_sources,
 };
+
+/// `pond sync`'s default sources: `sessions/` and `archived_sessions/` under `$CODEX_HOME`, else
+/// under `~/.codex`.
+fn default_sources() -> Vec<PathBuf> {
+    crate::registry::env_or_home("CODEX_HOME", ".codex")
+        .map(|h| vec![h.join("sessions"), h.join("archived_sessions")])
+        .unwrap_or_default()
+}
+
+/// Where Codex reads rollouts from: `$CODEX_HOME/sessions`, else `~/.codex/sessions`
+/// (codex.md section 1). `--install` writes [`Layout::Harness`](crate::face::Layout) paths
+/// (`YYYY/MM/DD/rollout-...jsonl`) below it; each session resumes with `codex resume <uuid>`.
+pub fn sessions_root() -> Result<PathBuf, String> {
+    if let Some(home) = std::env::var_os("CODEX_HOME").filter(|h| !h.is_empty()) {
+        return Ok(PathBuf::from(home).join("sessions"));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .ok_or("neither CODEX_HOME nor HOME is set: cannot find ~/.codex/sessions")?;
+    Ok(PathBuf::from(home).join(".codex").join("sessions"))
+}
 
 /// Keys of the options bags this codec reads and writes.
 pub(crate) mod keys {

@@ -4,37 +4,90 @@
 //! typed parts; carriers are written as the record they carry. The file goes to the relative path
 //! it was read from (`options.source.path`), zstd-compressed again when that path ends in `.zst`.
 //!
-//! A foreign write (a session another codec read) is not implemented yet: such a session is
-//! refused whole with [`WriteError::Unrepresentable`], so nothing half-written leaves pond.
+//! With [`Layout::Harness`] (`pond convert --install`) a native rollout goes to
+//! `YYYY/MM/DD/<file name>` under the sessions root instead, where Codex looks it up by its UUID
+//! (a `.jsonl.zst` archive is written out plain there: same lines, a file Codex appends to).
+//!
+//! A foreign write (a session another codec read) is [`super::foreign`]'s: an idiomatic rollout
+//! in Codex's own layout, whatever the [`Layout`].
 
+use super::foreign::{self, ForeignRollout};
 use super::keys;
 use super::read::COMPRESSED_SUFFIX;
-use crate::face::{Fidelity, SessionWriter, Target, WriteError, WriteFace};
-use pond_canonical::{FileData, Message, Options, Part, Session, SessionId};
+use crate::face::{Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written};
+use pond_canonical::{FileData, Message, Options, PartRef, Session, SessionId};
 use serde_json::{Map, Value};
 
 /// Writes Codex rollouts.
 pub struct CodexWriter;
 
 impl WriteFace for CodexWriter {
-    fn writer(&self, _layout: crate::face::Layout) -> Box<dyn SessionWriter> {
-        Box::new(RolloutWriter::default())
+    fn writer(&self, layout: Layout) -> Box<dyn SessionWriter> {
+        Box::new(RolloutWriter {
+            layout,
+            files: Vec::new(),
+            foreign: Vec::new(),
+        })
     }
 }
 
 /// The rollouts of the source being written, held until its end so the header line can be put
 /// back where it was and an archive compressed whole.
-#[derive(Default)]
 struct RolloutWriter {
+    layout: Layout,
     files: Vec<RolloutFile>,
+    foreign: Vec<ForeignRollout>,
 }
 
 struct RolloutFile {
     session: SessionId,
+    /// The thread id Codex resumes it by, when the session id is a UUID.
+    uuid: Option<String>,
     path: String,
     header: Value,
     preceding: usize,
-    lines: Vec<Value>,
+    /// Lines held back: the lines before the header until the header is written, or every line
+    /// of a `.zst` archive (compressed whole at the end). A plain file streams: once its header is
+    /// out, each line goes straight to the output, so memory stays flat whatever the file's size.
+    lines: Vec<Vec<u8>>,
+    /// Whether the header (and the lines held before it) has been written.
+    streaming: bool,
+}
+
+impl RolloutFile {
+    fn compressed(&self) -> bool {
+        self.path.ends_with(COMPRESSED_SUFFIX)
+    }
+
+    /// Writes the header and the lines held before it, once `preceding` lines are in (or at the
+    /// end of the source, whatever came).
+    fn release(
+        &mut self,
+        out: &mut dyn crate::face::Output,
+        at_end: bool,
+    ) -> Result<(), WriteError> {
+        if self.streaming || self.compressed() || (!at_end && self.lines.len() < self.preceding) {
+            return Ok(());
+        }
+        let header = serde_json::to_vec(&self.header).map_err(|e| WriteError::Io {
+            path: self.path.clone(),
+            error: std::io::Error::other(e),
+        })?;
+        let mut lines = std::mem::take(&mut self.lines);
+        lines.insert(self.preceding.min(lines.len()), header);
+        out.append(&self.path, &join_lines(&lines))?;
+        self.streaming = true;
+        Ok(())
+    }
+}
+
+fn join_lines(lines: &[Vec<u8>]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for line in lines {
+        bytes.extend_from_slice(line);
+        bytes.push(b'\n');
+    }
+    bytes
 }
 
 fn unrepresentable(session: &SessionId, reason: impl Into<String>) -> WriteError {
@@ -133,11 +186,11 @@ fn flag(options: &Options, key: &str) -> bool {
 
 /// A `message` content array from text and file parts; split text is joined back
 /// (spec 6.5 rule 1: re-concatenated in ordinal order).
-fn content_items(parts: &[Part]) -> Value {
+fn content_items(parts: &[PartRef<'_>]) -> Value {
     let mut items: Vec<Value> = Vec::new();
     for part in parts {
         match part {
-            Part::Text(t) => {
+            PartRef::Text(t) => {
                 if flag(&t.options, keys::CONTINUES)
                     && let Some(Value::String(text)) = items
                         .last_mut()
@@ -151,7 +204,7 @@ fn content_items(parts: &[Part]) -> Value {
                 item.insert("text".into(), Value::from(t.text.as_str()));
                 items.push(Value::Object(item));
             }
-            Part::File(f) => {
+            PartRef::File(f) => {
                 let mut item = source_item(&f.options);
                 let data_url = option(&f.options, "pond", keys::IMAGE_URL).and_then(Value::as_str)
                     == Some("data_url");
@@ -172,11 +225,11 @@ fn content_items(parts: &[Part]) -> Value {
 }
 
 /// A reasoning `summary` or `content` array from the reasoning parts read from it.
-fn reasoning_items(parts: &[Part], field: &str) -> Value {
+fn reasoning_items(parts: &[PartRef<'_>], field: &str) -> Value {
     let items = parts
         .iter()
         .filter_map(|part| match part {
-            Part::Reasoning(r)
+            PartRef::Reasoning(r)
                 if option(&r.options, "pond", keys::REASONING_FIELD).and_then(Value::as_str)
                     == Some(field) =>
             {
@@ -191,13 +244,13 @@ fn reasoning_items(parts: &[Part], field: &str) -> Value {
 }
 
 /// The value of one taken payload field, from the message's parts.
-fn taken_value(key: &str, kind: &str, message: &Message, parts: &[Part]) -> Option<Value> {
+fn taken_value(key: &str, kind: &str, message: &Message, parts: &[PartRef<'_>]) -> Option<Value> {
     let call = parts.iter().find_map(|p| match p {
-        Part::ToolCall(c) => Some(c),
+        PartRef::ToolCall(c) => Some(*c),
         _ => None,
     });
     let result = parts.iter().find_map(|p| match p {
-        Part::ToolResult(r) => Some(r),
+        PartRef::ToolResult(r) => Some(*r),
         _ => None,
     });
     Some(match (key, kind) {
@@ -251,7 +304,8 @@ fn message_line(message: &Message) -> Result<Value, WriteError> {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    let parts = message.parts();
+    // Borrowed: cloning the parts (tool outputs and all) would copy what is written anyway.
+    let parts = message.part_refs();
     for key in taken(options) {
         let value = taken_value(key, &kind, message, &parts).ok_or_else(|| {
             unrepresentable(
@@ -277,69 +331,137 @@ impl SessionWriter for RolloutWriter {
         &mut self,
         session: &Session,
         fidelity: Fidelity,
-        _target: &mut Target<'_>,
+        target: &mut Target<'_>,
     ) -> Result<(), WriteError> {
         if fidelity == Fidelity::Foreign {
-            return Err(unrepresentable(
-                &session.id,
-                format!(
-                    "writing a {} session as a Codex rollout (foreign write) is not implemented yet",
-                    session.source_agent
-                ),
-            ));
+            // adapter-native-restore-lossless does not apply: spec 6.3 foreign restore.
+            self.foreign.push(ForeignRollout::start(session, target));
+            return Ok(());
         }
-        let path = option(&session.options, "source", keys::PATH)
+        let source_path = option(&session.options, "source", keys::PATH)
             .and_then(Value::as_str)
-            .ok_or_else(|| unrepresentable(&session.id, "no options.source.path"))?
-            .to_owned();
+            .ok_or_else(|| unrepresentable(&session.id, "no options.source.path"))?;
+        let id = session.id.as_str();
+        let uuid = foreign::is_uuid(id).then(|| id.to_ascii_lowercase());
+        let path = match self.layout {
+            Layout::Mirror => source_path.to_owned(),
+            Layout::Harness => harness_path(session, source_path),
+        };
         let preceding = option(&session.options, "source", keys::PRECEDING)
             .and_then(Value::as_u64)
             .and_then(|n| usize::try_from(n).ok())
             .unwrap_or(0);
         self.files.push(RolloutFile {
             session: session.id.clone(),
+            uuid,
             path,
             header: header_line(session)?,
             preceding,
             lines: Vec::new(),
+            streaming: false,
         });
         Ok(())
     }
 
-    fn message(&mut self, message: &Message, _target: &mut Target<'_>) -> Result<(), WriteError> {
-        let line = message_line(message)?;
+    fn message(&mut self, message: &Message, target: &mut Target<'_>) -> Result<(), WriteError> {
+        if let Some(rollout) = self
+            .foreign
+            .iter_mut()
+            .rev()
+            .find(|f| f.source == message.session_id().as_str())
+        {
+            rollout.message(message, target);
+            return Ok(());
+        }
+        // A carried record is serialized as it is, without copying it into a new value first.
+        let carried = match message {
+            Message::System(m) => m.carried_record(),
+            _ => None,
+        };
+        let line = match carried {
+            Some(record) => serde_json::to_vec(record),
+            None => serde_json::to_vec(&message_line(message)?),
+        }
+        .map_err(|e| unrepresentable(message.session_id(), e.to_string()))?;
         let file = self
             .files
             .iter_mut()
             .rev()
             .find(|f| &f.session == message.session_id())
             .ok_or_else(|| unrepresentable(message.session_id(), "a message before its session"))?;
+        if file.streaming {
+            let mut line = line;
+            line.push(b'\n');
+            return target.out.append(&file.path, &line);
+        }
         file.lines.push(line);
-        Ok(())
+        file.release(target.out, false)
     }
 
     fn end_source(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
-        for file in std::mem::take(&mut self.files) {
-            let mut lines = file.lines;
-            lines.insert(file.preceding.min(lines.len()), file.header);
-            let mut bytes = Vec::new();
-            for line in &lines {
-                let text = serde_json::to_string(line).map_err(|e| WriteError::Io {
+        for rollout in std::mem::take(&mut self.foreign) {
+            rollout.finish(target)?;
+        }
+        for mut file in std::mem::take(&mut self.files) {
+            if file.compressed() {
+                let header = serde_json::to_vec(&file.header).map_err(|e| WriteError::Io {
                     path: file.path.clone(),
                     error: std::io::Error::other(e),
                 })?;
-                bytes.extend_from_slice(text.as_bytes());
-                bytes.push(b'\n');
-            }
-            if file.path.ends_with(COMPRESSED_SUFFIX) {
+                let mut lines = std::mem::take(&mut file.lines);
+                lines.insert(file.preceding.min(lines.len()), header);
                 // Codex compresses archived rollouts with zstd level 3 (`R-zst`).
-                bytes = super::archive::compress(&bytes).map_err(|error| WriteError::Io {
-                    path: file.path.clone(),
-                    error,
+                let bytes = super::archive::compress(&join_lines(&lines)).map_err(|error| {
+                    WriteError::Io {
+                        path: file.path.clone(),
+                        error,
+                    }
                 })?;
+                target.out.append(&file.path, &bytes)?;
+            } else {
+                file.release(target.out, true)?;
             }
-            target.out.append(&file.path, &bytes)?;
+            target.written.push(Written {
+                source_session: file.session.to_string(),
+                session: file
+                    .uuid
+                    .clone()
+                    .unwrap_or_else(|| file.session.to_string()),
+                file: file.path,
+                resume: file.uuid.map(|u| format!("codex resume {u}")),
+            });
         }
         Ok(())
     }
+}
+
+/// Where Codex looks for a native rollout under its sessions root: `YYYY/MM/DD/<name>`, the
+/// source's own file name when it is a `rollout-<time>-<uuid>` name (dated from that time), else
+/// `rollout-<created_at>-<id>.jsonl`. A plain `.jsonl` either way: Codex appends to it. An id
+/// that is no plain name (a crafted `../../x`) makes a path [`crate::face::check_relative_path`]
+/// refuses.
+fn harness_path(session: &Session, source_path: &str) -> String {
+    let name = source_path
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or(source_path);
+    let name = name.strip_suffix(COMPRESSED_SUFFIX).unwrap_or(name);
+    if let Some(rest) = name.strip_prefix("rollout-")
+        && let Some(stem) = rest.strip_suffix(".jsonl")
+        && let (Some(time), Some(id)) = (stem.get(..19), stem.get(20..))
+        && foreign::is_uuid(id)
+        && time
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'-' || b == b'T')
+        && let Some(date) = time.get(..10)
+    {
+        return format!("{}/{name}", date.replace('-', "/"));
+    }
+    let created = &session.created_at;
+    format!(
+        "{}/rollout-{}-{}.jsonl",
+        foreign::date_dirs(created),
+        foreign::file_time(created),
+        session.id.as_str()
+    )
 }

@@ -29,14 +29,16 @@
 //! accepts, whatever the source was: opencode >= 1.16 ignores a legacy tree, and writing into a
 //! live database from outside opencode would bypass its migrations and event log.
 
+mod foreign;
 mod read;
 mod sources;
+mod validate;
 mod write;
 
 use crate::face::{ReadFace, Sniff};
-use crate::registry::Codec;
+use crate::registry::{Codec, Install};
 use pond_canonical::{Locator, Origin, ParseError, ParseErrorKind};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The codec's name and `Session.source_agent` brand.
 pub const NAME: &str = "opencode";
@@ -49,9 +51,106 @@ pub static CODEC: Codec = Codec {
     description: "opencode: opencode.db (SQLite), the legacy storage/ JSON tree, `opencode export` JSON",
     read: Some(&OpencodeReader),
     write: Some(&write::OpencodeWriter),
-    install: None,
-    validate: None,
+    install: Some(Install {
+        root: install_root,
+        finish: Some(install_finish),
+    }),
+    validate: Some(validate::validate),
+    default_sources,
 };
+
+/// `pond sync`'s default source: opencode's database, `$XDG_DATA_HOME/opencode/opencode.db`, else
+/// `~/.local/share/opencode/opencode.db`.
+fn default_sources() -> Vec<PathBuf> {
+    crate::registry::env_or_home("XDG_DATA_HOME", ".local/share")
+        .map(|d| d.join("opencode/opencode.db"))
+        .into_iter()
+        .collect()
+}
+
+/// Where `--install` stages export documents before `opencode import` reads them (decision:
+/// opencode has no session files to write into, and writing its SQLite database from outside
+/// would bypass its migrations): `$POND_DATA/opencode-import`, else
+/// `$XDG_DATA_HOME/pond/opencode-import`, else `~/.local/share/pond/opencode-import`.
+fn install_root() -> Result<PathBuf, String> {
+    let nonempty = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(d) = nonempty("POND_DATA") {
+        return Ok(d.join("opencode-import"));
+    }
+    if let Some(d) = nonempty("XDG_DATA_HOME") {
+        return Ok(d.join("pond/opencode-import"));
+    }
+    let home = nonempty("HOME").ok_or("neither POND_DATA, XDG_DATA_HOME nor HOME is set")?;
+    Ok(home.join(".local/share/pond/opencode-import"))
+}
+
+/// The `opencode` binary: `$OPENCODE_BIN`, else `opencode` found on `PATH`.
+fn opencode_binary() -> Option<PathBuf> {
+    if let Some(b) = std::env::var_os("OPENCODE_BIN").filter(|b| !b.is_empty()) {
+        return Some(PathBuf::from(b));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("opencode"))
+        .find(|p| p.is_file())
+}
+
+/// Hands each staged document to `opencode import`, run in the session's project directory
+/// (import replaces the session's directory with its own working directory, and opencode lists
+/// a project's sessions from there). Without `opencode` on PATH, returns the commands to run.
+fn install_finish(written: &[PathBuf]) -> Result<Vec<String>, String> {
+    let binary = opencode_binary();
+    let mut notes = Vec::new();
+    let mut failed = Vec::new();
+    for file in written {
+        let project = std::fs::read(file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|d| {
+                d.pointer("/info/directory")
+                    .and_then(|v| v.as_str())
+                    .map(PathBuf::from)
+            })
+            .filter(|d| d.is_dir());
+        let command = format!(
+            "{}opencode import {}",
+            project
+                .as_ref()
+                .map(|p| format!("cd {} && ", write::shell_quote(&p.to_string_lossy())))
+                .unwrap_or_default(),
+            write::shell_quote(&file.to_string_lossy())
+        );
+        let Some(bin) = &binary else {
+            notes.push(format!(
+                "opencode is not on PATH; to import, run: {command}"
+            ));
+            continue;
+        };
+        let mut cmd = std::process::Command::new(bin);
+        cmd.arg("import").arg(file);
+        if let Some(p) = &project {
+            cmd.current_dir(p);
+        }
+        match cmd.output() {
+            Ok(out) if out.status.success() => notes.push(format!("imported: {command}")),
+            Ok(out) => failed.push(format!(
+                "{command} failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => failed.push(format!("{command} could not run: {e}")),
+        }
+    }
+    if failed.is_empty() {
+        Ok(notes)
+    } else {
+        Err(failed.join("\n"))
+    }
+}
 
 /// The read face: discovers databases, storage trees and export documents.
 pub struct OpencodeReader;

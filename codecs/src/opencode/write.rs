@@ -8,8 +8,9 @@
 //! tree is ignored by opencode >= 1.16. `opencode import` is opencode's own supported way in.
 
 use super::NAME;
+use super::foreign;
 use super::read::RESULT_ID_SUFFIX;
-use crate::face::{Fidelity, SessionWriter, Target, WriteError, WriteFace};
+use crate::face::{Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written};
 use pond_canonical::{FileData, Message, Part, Session};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -18,16 +19,37 @@ use std::collections::HashMap;
 pub struct OpencodeWriter;
 
 impl WriteFace for OpencodeWriter {
-    fn writer(&self, _layout: crate::face::Layout) -> Box<dyn SessionWriter> {
-        Box::new(ExportWriter::default())
+    fn writer(&self, layout: Layout) -> Box<dyn SessionWriter> {
+        Box::new(ExportWriter {
+            layout,
+            sessions: Vec::new(),
+            index: HashMap::new(),
+        })
     }
 }
 
 /// Holds each session of a source until its end, then writes one document per session.
-#[derive(Default)]
 struct ExportWriter {
-    sessions: Vec<(Session, Vec<Message>)>,
+    layout: Layout,
+    sessions: Vec<(Session, Fidelity, Vec<Message>)>,
     index: HashMap<String, usize>,
+}
+
+/// The command that resumes an imported session: opencode lists and resumes a session from the
+/// project directory `opencode import` was run in, which `opencode [project]` names.
+pub(crate) fn resume_command(project: &str, id: &str) -> String {
+    format!("opencode {} --session {id}", shell_quote(project))
+}
+
+/// `s` quoted for a POSIX shell.
+pub(crate) fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%,=".contains(&b))
+    {
+        return s.to_owned();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 impl SessionWriter for ExportWriter {
@@ -37,18 +59,9 @@ impl SessionWriter for ExportWriter {
         fidelity: Fidelity,
         _target: &mut Target<'_>,
     ) -> Result<(), WriteError> {
-        if fidelity == Fidelity::Foreign {
-            return Err(WriteError::Unrepresentable {
-                session: session.id.to_string(),
-                reason: format!(
-                    "writing a {} session as opencode (foreign write) is not implemented yet",
-                    session.source_agent
-                ),
-            });
-        }
         self.index
             .insert(session.id.to_string(), self.sessions.len());
-        self.sessions.push((session.clone(), Vec::new()));
+        self.sessions.push((session.clone(), fidelity, Vec::new()));
         Ok(())
     }
 
@@ -59,21 +72,47 @@ impl SessionWriter for ExportWriter {
                 reason: format!("message {} arrived before its session", message.id()),
             });
         };
-        self.sessions[i].1.push(message.clone());
+        self.sessions[i].2.push(message.clone());
         Ok(())
     }
 
     fn end_source(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
         self.index.clear();
-        for (session, messages) in std::mem::take(&mut self.sessions) {
-            let doc = document(&session, &messages, target);
-            let path = output_path(&session);
+        for (session, fidelity, messages) in std::mem::take(&mut self.sessions) {
+            let (id, doc, path) = match fidelity {
+                Fidelity::Native => {
+                    let doc = document(&session, &messages, target);
+                    let path = match self.layout {
+                        Layout::Mirror => output_path(&session),
+                        Layout::Harness => format!("{}.json", session.id),
+                    };
+                    (session.id.to_string(), doc, path)
+                }
+                // Foreign (spec 6.3): an idiomatic document named by its derived id, the same in
+                // both layouts (opencode has no session files of its own; `import` reads it).
+                Fidelity::Foreign => {
+                    let (id, doc) = foreign::document(&session, &messages, target.losses)?;
+                    let path = format!("{id}.json");
+                    (id, doc, path)
+                }
+            };
             let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| WriteError::Io {
                 path: path.clone(),
                 error: std::io::Error::other(e),
             })?;
             bytes.push(b'\n');
             target.out.append(&path, &bytes)?;
+            let project = doc
+                .pointer("/info/directory")
+                .and_then(Value::as_str)
+                .unwrap_or(session.project.as_str())
+                .to_owned();
+            target.written.push(Written {
+                source_session: session.id.to_string(),
+                resume: Some(resume_command(&project, &id)),
+                session: id,
+                file: path,
+            });
         }
         Ok(())
     }

@@ -18,11 +18,13 @@
 //! Entry ids are message ids; a version-1 entry has none and takes its position `L<line>`
 //! (lance-deterministic-pk).
 
+mod foreign;
 mod read;
+mod validate;
 mod write;
 
 use crate::face::{ReadFace, Sniff};
-use crate::registry::Codec;
+use crate::registry::{Codec, Install};
 use pond_canonical::{Event, Locator, Origin, ParseError, ParseErrorKind};
 use std::io::BufRead;
 use std::path::Path;
@@ -38,9 +40,36 @@ pub static CODEC: Codec = Codec {
     description: "pi coding agent: one JSONL file per session (versions 1-3), a tree of entries",
     read: Some(&PiReader),
     write: Some(&write::PiWriter),
-    install: None,
-    validate: None,
+    install: Some(Install {
+        root: install_root,
+        finish: None,
+    }),
+    validate: Some(validate::validate),
+    default_sources,
 };
+
+/// `pond sync`'s default source: `$PI_CODING_AGENT_DIR/sessions`, else `~/.pi/agent/sessions`.
+fn default_sources() -> Vec<std::path::PathBuf> {
+    crate::registry::env_or_home("PI_CODING_AGENT_DIR", ".pi/agent")
+        .map(|d| d.join("sessions"))
+        .into_iter()
+        .collect()
+}
+
+/// Where pi reads sessions from: `$PI_CODING_AGENT_DIR/sessions`, else `~/.pi/agent/sessions`
+/// (pi.md section 1). Layout::Harness paths (`--<cwd>--/<time>_<uuid>.jsonl`) are relative to it.
+fn install_root() -> Result<std::path::PathBuf, String> {
+    let nonempty = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    if let Some(d) = nonempty("PI_CODING_AGENT_DIR") {
+        return Ok(d.join("sessions"));
+    }
+    let home = nonempty("HOME").ok_or("neither PI_CODING_AGENT_DIR nor HOME is set")?;
+    Ok(home.join(".pi/agent/sessions"))
+}
 
 /// The read face.
 pub struct PiReader;

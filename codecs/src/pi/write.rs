@@ -4,7 +4,8 @@
 //! once.
 
 use super::NAME;
-use crate::face::{Fidelity, SessionWriter, Target, WriteError, WriteFace};
+use super::foreign;
+use crate::face::{Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written};
 use pond_canonical::{FileData, Message, Part, Session};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -13,13 +14,39 @@ use std::collections::{BTreeMap, HashMap};
 pub struct PiWriter;
 
 impl WriteFace for PiWriter {
-    fn writer(&self, _layout: crate::face::Layout) -> Box<dyn SessionWriter> {
-        Box::new(FileWriter::default())
+    fn writer(&self, layout: Layout) -> Box<dyn SessionWriter> {
+        Box::new(FileWriter {
+            layout: Some(layout),
+            ..FileWriter::default()
+        })
     }
+}
+
+/// The command that resumes a written session: by its file relative to the output (Mirror), or
+/// from its project by its id, which pi looks up in that project's session folder (Harness).
+fn resume_command(layout: Layout, file: &str, cwd: &str, id: &str) -> String {
+    match layout {
+        // `./` so a file under `--<cwd>--/` is not taken for an option.
+        Layout::Mirror => format!("pi --session {}", shell_quote(&format!("./{file}"))),
+        Layout::Harness => format!("cd {} && pi --session {id}", shell_quote(cwd)),
+    }
+}
+
+/// `s` quoted for a POSIX shell.
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%,=".contains(&b))
+    {
+        return s.to_owned();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 #[derive(Default)]
 struct PiFile {
+    /// Where it goes when not at its source path (Harness layout).
+    out: Option<String>,
     header: Option<Map<String, Value>>,
     /// Entries by source line; entries with no line follow, in arrival order.
     entries: BTreeMap<(u64, u64), Value>,
@@ -27,6 +54,10 @@ struct PiFile {
 
 #[derive(Default)]
 struct FileWriter {
+    layout: Option<Layout>,
+    /// Foreign sessions, held until the end of their source, with their messages.
+    foreign: Vec<(Session, Vec<Message>)>,
+    foreign_index: HashMap<String, usize>,
     files: Vec<(String, PiFile)>,
     /// Session id to index in `files`.
     sessions: HashMap<String, usize>,
@@ -45,13 +76,10 @@ impl SessionWriter for FileWriter {
         _target: &mut Target<'_>,
     ) -> Result<(), WriteError> {
         if fidelity == Fidelity::Foreign {
-            return Err(WriteError::Unrepresentable {
-                session: session.id.to_string(),
-                reason: format!(
-                    "writing a {} session as pi (foreign write) is not implemented yet",
-                    session.source_agent
-                ),
-            });
+            self.foreign_index
+                .insert(session.id.to_string(), self.foreign.len());
+            self.foreign.push((session.clone(), Vec::new()));
+            return Ok(());
         }
         let source = object(session.options.get("source"));
         let file = match source.get("file").and_then(Value::as_str) {
@@ -71,6 +99,9 @@ impl SessionWriter for FileWriter {
             let mut h = Map::new();
             h.extend(object(Some(header)));
             h.insert("id".into(), Value::from(session.id.as_str()));
+            if self.layout == Some(Layout::Harness) {
+                self.files[i].1.out = harness_path(&h);
+            }
             self.files[i].1.header = Some(h);
         }
         self.sessions.insert(session.id.to_string(), i);
@@ -78,6 +109,10 @@ impl SessionWriter for FileWriter {
     }
 
     fn message(&mut self, message: &Message, target: &mut Target<'_>) -> Result<(), WriteError> {
+        if let Some(&i) = self.foreign_index.get(message.session_id().as_str()) {
+            self.foreign[i].1.push(message.clone());
+            return Ok(());
+        }
         let Some(&i) = self.sessions.get(message.session_id().as_str()) else {
             return Err(WriteError::Unrepresentable {
                 session: message.session_id().to_string(),
@@ -103,9 +138,31 @@ impl SessionWriter for FileWriter {
 
     fn end_source(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
         self.sessions.clear();
+        let layout = self.layout.unwrap_or(Layout::Mirror);
+        self.foreign_index.clear();
+        for (session, messages) in std::mem::take(&mut self.foreign) {
+            // Foreign (spec 6.3): pi's own layout whatever the layout asked.
+            let (path, id, bytes) = foreign::file(&session, &messages, target.losses)?;
+            target.out.append(&path, &bytes)?;
+            target.written.push(Written {
+                source_session: session.id.to_string(),
+                resume: Some(resume_command(layout, &path, session.project.as_str(), &id)),
+                session: id,
+                file: path,
+            });
+        }
         for (path, file) in std::mem::take(&mut self.files) {
+            let path = file.out.clone().unwrap_or(path);
             let mut bytes = Vec::new();
             if let Some(header) = file.header {
+                let id = header.get("id").and_then(Value::as_str).unwrap_or("");
+                let cwd = header.get("cwd").and_then(Value::as_str).unwrap_or("");
+                target.written.push(Written {
+                    source_session: id.to_owned(),
+                    session: id.to_owned(),
+                    file: path.clone(),
+                    resume: Some(resume_command(layout, &path, cwd, id)),
+                });
                 push_line(&mut bytes, &Value::Object(header));
             } else {
                 target.losses.record(
@@ -121,6 +178,18 @@ impl SessionWriter for FileWriter {
         }
         Ok(())
     }
+}
+
+/// pi's own place for a native file (Layout::Harness): from its header's cwd, time and id.
+fn harness_path(header: &Map<String, Value>) -> Option<String> {
+    let cwd = header.get("cwd")?.as_str()?;
+    let stamp = header.get("timestamp")?.as_str()?;
+    let id = header.get("id")?.as_str()?;
+    Some(format!(
+        "{}/{}_{id}.jsonl",
+        foreign::cwd_folder(cwd),
+        stamp.replace([':', '.'], "-")
+    ))
 }
 
 fn push_line(bytes: &mut Vec<u8>, v: &Value) {

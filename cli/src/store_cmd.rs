@@ -1,0 +1,461 @@
+//! The store verbs (spec 7.8): `pond sync`, `pond sessions`, `pond status`, `pond restore`.
+//! Flags in, `pond_store` calls out; built only with the `store` feature.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use pond_codecs::output::DirOutput;
+use pond_codecs::{Codec, Layout, registry};
+use pond_store::sessions::SessionStore;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Where the store is: `--data URI`, else `POND_DATA`, else `$XDG_DATA_HOME/pond`.
+#[derive(clap::Args, Clone)]
+pub struct DataArgs {
+    /// The store: a directory, `file://...`, or an object-store URI.
+    #[arg(long = "data", value_name = "URI", env = "POND_DATA", global = true)]
+    data: Option<String>,
+}
+
+impl DataArgs {
+    fn uri(&self) -> Result<String, String> {
+        match &self.data {
+            Some(d) if !d.is_empty() => Ok(d.clone()),
+            _ => pond_store::default_data_dir()
+                .map(|p| p.display().to_string())
+                .ok_or_else(|| {
+                    "no data directory: set --data, POND_DATA or XDG_DATA_HOME".to_owned()
+                }),
+        }
+    }
+}
+
+/// The stages of `pond sync`, in order.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, clap::ValueEnum)]
+pub enum Stage {
+    /// Read every configured source into the store.
+    Import,
+    /// Fill message embeddings (off unless a model is configured).
+    Embed,
+    /// Fold new rows into the search indexes.
+    UpdateIndexes,
+}
+
+/// Import sessions from every configured source into the store, then embed and index.
+///
+/// Sources default to each harness's standard location (~/.claude/projects, ~/.codex/sessions
+/// and archived_sessions, opencode's database, ~/.pi/agent/sessions); `--source codec=path`
+/// replaces them. A second sync of unchanged sources inserts nothing, and nothing stored is
+/// ever overwritten by a source that changed.
+#[derive(clap::Args)]
+pub struct SyncArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    /// Run only this stage.
+    #[arg(long, value_enum, conflicts_with = "skip")]
+    only: Option<Stage>,
+    /// Skip this stage (repeatable).
+    #[arg(long, value_enum)]
+    skip: Vec<Stage>,
+    /// A source as `codec=path` (repeatable); replaces the configured sources.
+    #[arg(long = "source", value_name = "CODEC=PATH")]
+    sources: Vec<String>,
+}
+
+/// List stored sessions.
+#[derive(clap::Args)]
+pub struct SessionsArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    /// Only sessions from this harness (`claude-code`, `codex`, ...).
+    #[arg(long)]
+    source_agent: Option<String>,
+    /// Only sessions whose project starts with this.
+    #[arg(long)]
+    project: Option<String>,
+    /// Only sessions created at or after this RFC 3339 time (or date, YYYY-MM-DD).
+    #[arg(long)]
+    since: Option<String>,
+}
+
+/// Row counts per table and per source agent, dataset versions, embedding coverage.
+#[derive(clap::Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    data: DataArgs,
+}
+
+/// Write a stored session (and its child sessions) out in any harness's format.
+#[derive(clap::Args)]
+pub struct RestoreArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    /// The session id.
+    session: String,
+    /// The codec to write with.
+    #[arg(long, value_name = "CODEC")]
+    to: String,
+    /// Write under DIR (files there are never overwritten).
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with = "install",
+        required_unless_present = "install"
+    )]
+    out: Option<PathBuf>,
+    /// Write where the target harness looks for sessions, and print how to resume.
+    #[arg(long)]
+    install: bool,
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+fn fail(verb: &str, msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("pond {verb}: {msg}");
+    ExitCode::from(1)
+}
+
+fn configured_sources(args: &SyncArgs) -> Result<Vec<(&'static Codec, Vec<PathBuf>)>, String> {
+    let mut by_codec: BTreeMap<&'static str, (&'static Codec, Vec<PathBuf>)> = BTreeMap::new();
+    if !args.sources.is_empty() {
+        for s in &args.sources {
+            let (name, path) = s
+                .split_once('=')
+                .ok_or_else(|| format!("`{s}` is not CODEC=PATH"))?;
+            let codec = registry::find(name).ok_or_else(|| {
+                format!(
+                    "unknown codec `{name}`; known: {}",
+                    registry::names().join(", ")
+                )
+            })?;
+            by_codec
+                .entry(codec.name)
+                .or_insert((codec, Vec::new()))
+                .1
+                .push(PathBuf::from(path));
+        }
+    } else {
+        for codec in registry::CODECS
+            .iter()
+            .copied()
+            .filter(|c| c.read.is_some())
+        {
+            let paths: Vec<PathBuf> = (codec.default_sources)()
+                .into_iter()
+                .filter(|p| p.exists())
+                .collect();
+            if !paths.is_empty() {
+                by_codec.insert(codec.name, (codec, paths));
+            }
+        }
+    }
+    Ok(by_codec.into_values().collect())
+}
+
+pub fn sync(args: SyncArgs, json: bool) -> ExitCode {
+    let uri = match args.data.uri() {
+        Ok(u) => u,
+        Err(e) => return fail("sync", e),
+    };
+    let runs = |stage: Stage| match args.only {
+        Some(only) => only == stage,
+        None => !args.skip.contains(&stage),
+    };
+    let sources = match configured_sources(&args) {
+        Ok(s) => s,
+        Err(e) => return fail("sync", e),
+    };
+    let store = SessionStore::open(&uri);
+    let rt = runtime();
+    let mut report = serde_json::Map::new();
+    let mut errors = 0usize;
+    if runs(Stage::Import) {
+        if sources.is_empty() {
+            eprintln!(
+                "pond sync: no sources found (none of the standard locations exist); add --source CODEC=PATH"
+            );
+        }
+        let mut imports = Vec::new();
+        for (codec, paths) in &sources {
+            let bar = bar(codec.name);
+            let mut tick = |done: usize, total: usize| {
+                if let Some(b) = &bar {
+                    b.set_length(total as u64);
+                    b.set_position(done as u64);
+                }
+            };
+            let result = rt.block_on(pond_store::sync::import(&store, codec, paths, &mut tick));
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            match result {
+                Ok(s) => {
+                    errors += s.errors.len();
+                    if !json {
+                        for e in &s.errors {
+                            eprintln!("error: {e}");
+                        }
+                        let w = &s.written;
+                        eprintln!(
+                            "import {}: {} sources; sessions {} new, {} present; messages {} new, {} present; parts {} new, {} present; {} errors",
+                            s.codec,
+                            s.sources,
+                            w.sessions_inserted,
+                            w.sessions_present,
+                            w.messages_inserted,
+                            w.messages_present,
+                            w.parts_inserted,
+                            w.parts_present,
+                            s.errors.len()
+                        );
+                    }
+                    imports.push(serde_json::to_value(&s).expect("JSON"));
+                }
+                Err(e) => return fail("sync", e),
+            }
+        }
+        report.insert("import".into(), serde_json::Value::Array(imports));
+    }
+    if runs(Stage::Embed) {
+        // Embedding is opt-in by configuration (spec 8); no model is configured in this build.
+        let backlog = rt
+            .block_on(store.message_breakdown())
+            .map(|(per, embedded)| per.values().sum::<u64>() - embedded);
+        match backlog {
+            Ok(n) => {
+                if !json {
+                    eprintln!(
+                        "embed: embedding is off (no model configured); {n} messages not embedded"
+                    );
+                }
+                report.insert(
+                    "embed".into(),
+                    serde_json::json!({"enabled": false, "backlog": n}),
+                );
+            }
+            Err(e) => return fail("sync", e),
+        }
+    }
+    if runs(Stage::UpdateIndexes) {
+        if !json {
+            eprintln!("update-indexes: no search index is defined yet; reads scan the tables");
+        }
+        report.insert("update_indexes".into(), serde_json::json!({"indexes": []}));
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report).expect("JSON"));
+    }
+    if errors > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn bar(name: &str) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let b = ProgressBar::new(0);
+    b.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{spinner}} importing {name} {{pos}}/{{len}} sources {{wide_bar}} {{eta}}"
+        ))
+        .ok()?,
+    );
+    Some(b)
+}
+
+fn since_micros(s: &str) -> Result<i64, String> {
+    let text = if s.len() == 10 {
+        format!("{s}T00:00:00Z")
+    } else {
+        s.to_owned()
+    };
+    serde_json::from_value::<pond_canonical::Timestamp>(serde_json::Value::String(text))
+        .map(|t| t.unix_micros())
+        .map_err(|e| format!("--since: {e}"))
+}
+
+pub fn sessions(args: SessionsArgs, json: bool) -> ExitCode {
+    let uri = match args.data.uri() {
+        Ok(u) => u,
+        Err(e) => return fail("sessions", e),
+    };
+    let since = match args.since.as_deref().map(since_micros).transpose() {
+        Ok(s) => s,
+        Err(e) => return fail("sessions", e),
+    };
+    let store = SessionStore::open(&uri);
+    let list = match runtime().block_on(store.list(
+        args.source_agent.as_deref(),
+        args.project.as_deref(),
+        since,
+    )) {
+        Ok(l) => l,
+        Err(e) => return fail("sessions", e),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&list).expect("JSON"));
+    } else {
+        println!(
+            "{:<38} {:<12} {:<25} {:>8} {:<38} PROJECT",
+            "ID", "SOURCE", "CREATED", "MESSAGES", "PARENT"
+        );
+        for s in &list {
+            println!(
+                "{:<38} {:<12} {:<25} {:>8} {:<38} {}",
+                s.id,
+                s.source_agent,
+                s.created_at,
+                s.messages,
+                s.parent_session_id.as_deref().unwrap_or("-"),
+                s.project
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+pub fn status(args: StatusArgs, json: bool) -> ExitCode {
+    let uri = match args.data.uri() {
+        Ok(u) => u,
+        Err(e) => return fail("status", e),
+    };
+    let store = SessionStore::open(&uri);
+    let rt = runtime();
+    // The cheap summary first: row counts and versions from the manifests.
+    let tables = match rt.block_on(store.table_status()) {
+        Ok(t) => t,
+        Err(e) => return fail("status", e),
+    };
+    if !json {
+        println!("store {uri}");
+        for t in &tables {
+            println!(
+                "  {:<9} {:>10} rows  version {}",
+                t.table,
+                t.rows,
+                t.version.map_or("-".into(), |v| v.to_string())
+            );
+        }
+    }
+    let (per_agent, embedded) = match rt.block_on(store.message_breakdown()) {
+        Ok(b) => b,
+        Err(e) => return fail("status", e),
+    };
+    let total: u64 = per_agent.values().sum();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "data": uri,
+                "tables": tables,
+                "messages_per_source_agent": per_agent,
+                "embedding": {"embedded": embedded, "messages": total},
+                "indexes": [],
+            }))
+            .expect("JSON")
+        );
+    } else {
+        println!("messages per source agent:");
+        for (agent, n) in &per_agent {
+            println!("  {agent:<12} {n:>10}");
+        }
+        println!("embedding coverage: {embedded} of {total} messages");
+        println!("indexes: none defined yet (reads scan the tables)");
+    }
+    ExitCode::SUCCESS
+}
+
+pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
+    let uri = match args.data.uri() {
+        Ok(u) => u,
+        Err(e) => return fail("restore", e),
+    };
+    let Some(to) = registry::find(&args.to) else {
+        return fail(
+            "restore",
+            format!(
+                "unknown codec `{}`; known: {}",
+                args.to,
+                registry::names().join(", ")
+            ),
+        );
+    };
+    let store = SessionStore::open(&uri);
+    let rt = runtime();
+    let events = match rt.block_on(pond_store::restore::lineage(&store, &args.session)) {
+        Ok(l) => l,
+        Err(e) => return fail("restore", e),
+    };
+    let (root, layout) = if args.install {
+        match to.install.as_ref().map(|i| (i.root)()) {
+            Some(Ok(r)) => (r, Layout::Harness),
+            Some(Err(e)) => {
+                return fail("restore", format!("cannot install into {}: {e}", to.name));
+            }
+            None => {
+                return fail(
+                    "restore",
+                    format!("{} has no install location; use --out DIR", to.name),
+                );
+            }
+        }
+    } else {
+        (
+            args.out
+                .clone()
+                .expect("clap requires --out without --install"),
+            Layout::Mirror,
+        )
+    };
+    let mut out = DirOutput::new(&root);
+    let unit = format!("session {}", args.session);
+    let summary = match pond_codecs::convert::write_events(to, layout, &unit, events, &mut out) {
+        Ok(s) => s,
+        Err(e) => return fail("restore", e),
+    };
+    if let Err(e) = out.finish() {
+        return fail("restore", e);
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&summary).expect("JSON"));
+    } else {
+        for e in &summary.write_errors {
+            eprintln!("write error: {e}");
+        }
+        for (kind, loss) in &summary.losses.kinds {
+            eprintln!(
+                "  lost: {kind} x{} (first at {}): {}",
+                loss.count, loss.first, loss.detail
+            );
+        }
+        eprintln!(
+            "restored {} sessions ({} native, {} foreign), {} messages into {}",
+            summary.sessions,
+            summary.native_sessions,
+            summary.foreign_sessions,
+            summary.messages,
+            root.display()
+        );
+        if args.install {
+            for w in &summary.written {
+                if let Some(cmd) = &w.resume {
+                    println!("{cmd}");
+                }
+            }
+        }
+    }
+    if summary.write_errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

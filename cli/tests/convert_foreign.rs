@@ -1,0 +1,169 @@
+//! `pond convert` across harnesses, as a user runs it: the pair written as people say it, stdin,
+//! `--install` into a harness home (never overwriting, printing the resume command), the loss
+//! report, and `--strict`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn pond() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pond"))
+}
+
+fn codex_fixture() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures/codex/generated-codex-0.169.0/exec-image-toolcall-resume-compaction.jsonl");
+    assert!(p.is_file(), "missing shared fixture {}", p.display());
+    p
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn pair_syntax_and_stdin_write_a_claude_transcript_to_stdout() {
+    for pair in ["codex→claude", "codex->claude", "codex:claude-code"] {
+        let o = pond()
+            .args(["convert", pair])
+            .arg(codex_fixture())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{pair}: {}", text(&o));
+        let first: serde_json::Value =
+            serde_json::from_slice(o.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
+        assert!(
+            first["sessionId"].is_string() && first["uuid"].is_string(),
+            "{pair}: {first}"
+        );
+    }
+    let mut child = pond()
+        .args(["convert", "codex:claude", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&std::fs::read(codex_fixture()).unwrap())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.stdout.ends_with(b"\n") && o.stdout.len() > 100);
+}
+
+#[test]
+fn from_is_detected_when_omitted() {
+    let o = pond()
+        .args(["convert", "--to", "claude-code"])
+        .arg(codex_fixture())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("codex -> claude-code"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn install_writes_where_claude_looks_prints_resume_and_never_overwrites() {
+    let home = tempfile::tempdir().unwrap();
+    let run = || {
+        pond()
+            .args(["convert", "codex→claude", "--install"])
+            .arg(codex_fixture())
+            .env("CLAUDE_CONFIG_DIR", home.path())
+            .output()
+            .unwrap()
+    };
+    let o = run();
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let resume = stdout
+        .lines()
+        .find(|l| l.contains("claude --resume"))
+        .unwrap_or_else(|| panic!("{}", text(&o)));
+    let id = resume.rsplit(' ').next().unwrap();
+    let files: Vec<_> = walk(&home.path().join("projects"));
+    assert!(
+        files
+            .iter()
+            .any(|f| f.file_name().unwrap().to_string_lossy() == format!("{id}.jsonl")),
+        "{files:?}"
+    );
+    // A second install of the same session refuses to overwrite it.
+    let again = run();
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert!(
+        text(&again).contains("pond does not overwrite"),
+        "{}",
+        text(&again)
+    );
+}
+
+#[test]
+fn the_loss_report_lists_what_claude_cannot_hold_and_strict_refuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("losses.json");
+    let o = pond()
+        .args(["convert", "codex→claude", "--out"])
+        .arg(dir.path().join("out"))
+        .arg("--report")
+        .arg(&report)
+        .arg(codex_fixture())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let losses: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let kinds = losses["kinds"].as_object().unwrap();
+    assert!(
+        kinds.contains_key("reasoning_encrypted_content"),
+        "{losses}"
+    );
+    assert!(
+        kinds
+            .values()
+            .all(|l| l["count"].as_u64().unwrap() > 0 && l["first"].is_string())
+    );
+
+    let strict = pond()
+        .args(["convert", "codex→claude", "--strict", "--out"])
+        .arg(dir.path().join("strict"))
+        .arg(codex_fixture())
+        .output()
+        .unwrap();
+    assert_eq!(strict.status.code(), Some(3), "{}", text(&strict));
+    assert!(String::from_utf8_lossy(&strict.stderr).contains("lost: reasoning_encrypted_content"));
+
+    // A native conversion loses nothing, so --strict passes.
+    let native = pond()
+        .args(["convert", "codex:codex", "--strict", "--out"])
+        .arg(dir.path().join("native"))
+        .arg(codex_fixture())
+        .output()
+        .unwrap();
+    assert_eq!(native.status.code(), Some(0), "{}", text(&native));
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p))
+        } else {
+            out.push(p)
+        }
+    }
+    out
+}

@@ -1,0 +1,24 @@
+//! The untyped baseline for `docs/benchmarks.md`: parse every line of a JSONL file into a
+//! `serde_json::Value` and write it back to stdout, streaming, as any tool does at the least.
+//!
+//!     cargo build --release -p pond-codecs --example json_baseline
+//!     target/release/examples/json_baseline FILE > /dev/null
+
+use std::io::{BufRead, BufWriter, Write};
+
+fn main() -> std::io::Result<()> {
+    let path = std::env::args().nth(1).expect("usage: json_baseline FILE");
+    let input = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(path)?);
+    let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+    for line in input.split(b'\n') {
+        let line = line?;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let value: serde_json::Value =
+            serde_json::from_slice(&line).map_err(std::io::Error::other)?;
+        serde_json::to_writer(&mut out, &value)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()
+}

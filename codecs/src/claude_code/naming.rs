@@ -1,0 +1,204 @@
+//! Names Claude Code needs that a foreign session may not have: the encoded project folder, UUIDs
+//! (name-based, RFC 9562 version 5, so a conversion is deterministic), message ids, and the
+//! resume command.
+
+/// The namespace of every UUID pond derives for Claude Code (a fixed version-4 UUID).
+const NAMESPACE: [u8; 16] = [
+    0x8c, 0x0e, 0x6a, 0x53, 0x2b, 0x1d, 0x4f, 0x36, 0x9a, 0x47, 0x5e, 0x61, 0x70, 0xd2, 0x3c, 0x19,
+];
+
+/// Claude Code's `sanitizePath` (format reference §1.2): every UTF-16 code unit outside
+/// `[A-Za-z0-9]` becomes `-`; past 200 chars the name is cut and the Node string hash of the
+/// original path is appended in base 36 (the `claude` npm package runs under Node).
+pub fn encode_cwd(cwd: &str) -> String {
+    let mut out = String::with_capacity(cwd.len());
+    for unit in cwd.encode_utf16() {
+        match u8::try_from(unit) {
+            Ok(b) if b.is_ascii_alphanumeric() => out.push(char::from(b)),
+            _ => out.push('-'),
+        }
+    }
+    if out.len() > 200 {
+        out.truncate(200);
+        out.push('-');
+        out.push_str(&base36(node_hash(cwd)));
+    }
+    out
+}
+
+/// JavaScript's `(h << 5) - h + charCode | 0` over UTF-16 code units, then `Math.abs`.
+fn node_hash(s: &str) -> u32 {
+    let mut h: i32 = 0;
+    for unit in s.encode_utf16() {
+        h = (h << 5).wrapping_sub(h).wrapping_add(i32::from(unit));
+    }
+    h.unsigned_abs()
+}
+
+fn base36(mut n: u32) -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Whether `s` is a UUID in Claude Code's form (lowercase hex, 8-4-4-4-12).
+pub fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
+        })
+}
+
+/// A name-based (version 5) UUID for `name`, in lowercase text form.
+pub fn uuid_v5(name: &str) -> String {
+    let mut input = NAMESPACE.to_vec();
+    input.extend_from_slice(name.as_bytes());
+    let hash = sha1(&input);
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&hash[..16]);
+    b[6] = (b[6] & 0x0f) | 0x50;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex = hex(&b);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// `n` hex digits derived from `name` (for sub-agent ids and message ids).
+pub fn hex_id(name: &str, n: usize) -> String {
+    let mut input = NAMESPACE.to_vec();
+    input.extend_from_slice(name.as_bytes());
+    let mut h = hex(&sha1(&input));
+    h.truncate(n.min(40));
+    h
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    s
+}
+
+/// SHA-1 (FIPS 180-4); used only to derive names, never for security.
+fn sha1(data: &[u8]) -> [u8; 20] {
+    let mut h: [u32; 5] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0];
+    let mut msg = data.to_vec();
+    let bit_len = (data.len() as u64).wrapping_mul(8);
+    msg.push(0x80);
+    while msg.len() % 64 != 56 {
+        msg.push(0);
+    }
+    msg.extend_from_slice(&bit_len.to_be_bytes());
+    for chunk in msg.chunks_exact(64) {
+        let mut w = [0u32; 80];
+        for (i, word) in chunk.chunks_exact(4).enumerate() {
+            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
+        }
+        for i in 16..80 {
+            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
+        }
+        let [mut a, mut b, mut c, mut d, mut e] = h;
+        for (i, wi) in w.iter().enumerate() {
+            let (f, k) = match i {
+                0..=19 => ((b & c) | (!b & d), 0x5A827999),
+                20..=39 => (b ^ c ^ d, 0x6ED9EBA1),
+                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1BBCDC),
+                _ => (b ^ c ^ d, 0xCA62C1D6),
+            };
+            let t = a
+                .rotate_left(5)
+                .wrapping_add(f)
+                .wrapping_add(e)
+                .wrapping_add(k)
+                .wrapping_add(*wi);
+            e = d;
+            d = c;
+            c = b.rotate_left(30);
+            b = a;
+            a = t;
+        }
+        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
+            *x = x.wrapping_add(y);
+        }
+    }
+    let mut out = [0u8; 20];
+    for (i, x) in h.iter().enumerate() {
+        out[i * 4..i * 4 + 4].copy_from_slice(&x.to_be_bytes());
+    }
+    out
+}
+
+/// `cd '<cwd>' && claude --resume <id>`, the cwd single-quoted for a POSIX shell.
+pub fn resume_command(cwd: &str, session: &str) -> String {
+    format!(
+        "cd '{}' && claude --resume {session}",
+        cwd.replace('\'', "'\\''")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha1_matches_the_standard_vectors() {
+        assert_eq!(
+            hex(&sha1(b"abc")),
+            "a9993e364706816aba3e25717850c26c9cd0d89d"
+        );
+        assert_eq!(hex(&sha1(b"")), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+        let long = b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+        assert_eq!(hex(&sha1(long)), "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+    }
+
+    #[test]
+    fn cwd_encoding_follows_sanitize_path() {
+        assert_eq!(encode_cwd("/Users/foo/my_proj.v2"), "-Users-foo-my-proj-v2");
+        assert_eq!(encode_cwd("/home/u/.agents"), "-home-u--agents");
+        assert_eq!(encode_cwd("C:\\Users\\a\\x"), "C--Users-a-x");
+        // A non-BMP character is two UTF-16 code units, so two dashes.
+        assert_eq!(encode_cwd("/a😀"), "-a--");
+        assert_eq!(encode_cwd("/ж"), "--");
+        let long = format!("/{}", "a".repeat(250));
+        let enc = encode_cwd(&long);
+        assert!(enc.starts_with(&format!("-{}-", "a".repeat(199))));
+        assert!(enc.len() > 201 && !enc.contains('/'));
+    }
+
+    #[test]
+    fn derived_uuids_are_stable_and_well_formed() {
+        let a = uuid_v5("x");
+        assert_eq!(a, uuid_v5("x"));
+        assert_ne!(a, uuid_v5("y"));
+        assert!(is_uuid(&a), "{a}");
+        assert_eq!(&a[14..15], "5");
+        assert!(!is_uuid("../../.bashrc"));
+        assert!(is_uuid("019c8a70-dda7-7f33-98ea-f30553347322"));
+    }
+
+    #[test]
+    fn resume_quotes_the_cwd() {
+        assert_eq!(
+            resume_command("/it's here", "u"),
+            "cd '/it'\\''s here' && claude --resume u"
+        );
+    }
+}

@@ -1,0 +1,693 @@
+//! The foreign write face (spec 6.3, foreign restore): any canonical session (Claude Code,
+//! opencode, pi) becomes an idiomatic G1 rollout that Codex 0.169 resumes
+//! (`/work/shared/formats/codex.md` section 8):
+//!
+//! * the file is `YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<uuid>.jsonl` from the session's
+//!   `created_at` in UTC; `<uuid>` is the session id when it is a UUID, else a name-based UUID
+//!   (version 5, SHA-1) derived from `<source_agent>:<id>`, so the same session always gets the
+//!   same thread id (loss `session_id` records that the original id is not in the rollout);
+//! * line 1 is a complete `session_meta` (`id, timestamp, cwd, originator, cli_version, source,
+//!   model_provider`); a sub-agent or fork names its parent (derived the same way) in
+//!   `parent_thread_id` / `forked_from_id`;
+//! * every line is the `{timestamp, type, payload}` envelope with its message's timestamp;
+//! * user text is `input_text`, images `input_image` (data URL or URL), assistant text
+//!   `output_text`, reasoning a `reasoning` item with its text as `summary_text` (no
+//!   `encrypted_content`: a foreign signature cannot be forged into it), tool calls
+//!   `function_call` with `arguments` as a JSON string, results `function_call_output` with a
+//!   string or a content-item array; each user and assistant text also gets its `event_msg`
+//!   twin (`user_message`, `agent_message`, `agent_reasoning`) that the TUI replays on resume.
+//!
+//! Everything a rollout cannot hold is a recorded loss (kinds in [`loss`]).
+
+use crate::face::{Target, WriteError, Written};
+use pond_canonical::{FileData, Message, Part, Provenance, Session, Timestamp};
+use serde_json::{Map, Value, json};
+
+/// The stable loss kinds a foreign Codex write records.
+pub mod loss {
+    /// The source session id is not a UUID; the rollout uses the UUID derived from it.
+    pub const SESSION_ID: &str = "session_id";
+    /// A reasoning part carried a provider signature or encrypted payload (Claude `signature`,
+    /// pi `thinkingSignature`, ...): Codex's `encrypted_content` is OpenAI's and cannot hold it.
+    pub const REASONING_SIGNATURE: &str = "reasoning_signature";
+    /// A system message that only carries a source record (placement rule 3).
+    pub const HARNESS_RECORD: &str = "harness_record";
+    /// A file part that is not an image (Codex content items hold images only), or a file in an
+    /// assistant message.
+    pub const FILE: &str = "file_attachment";
+    /// Tool approval requests and responses: a rollout has no such item.
+    pub const TOOL_APPROVAL: &str = "tool_approval";
+    /// A tool result marked as a failure: `function_call_output` has no failure flag on disk.
+    pub const TOOL_FAILURE_FLAG: &str = "tool_failure_flag";
+    /// A tool result that is neither text nor a list of text/image blocks: written as JSON text.
+    pub const TOOL_RESULT_STRUCTURE: &str = "tool_result_structure";
+    /// A tool result whose call is not in the session (a truncated or partial transcript).
+    pub const ORPHAN_TOOL_RESULT: &str = "orphan_tool_result";
+    /// A provider-executed (server) tool call: written as an ordinary `function_call`.
+    pub const PROVIDER_EXECUTED: &str = "provider_executed_tool";
+    /// Source metadata in `options` (models, usage, envelope fields, ...): a rollout has no
+    /// place for it (unknown fields are stripped by Codex, so pond hides nothing there).
+    pub const SOURCE_OPTIONS: &str = "source_options";
+    /// A fork's cut-point in its parent: a G1 rollout names the parent only.
+    pub const CUT_POINT: &str = "fork_cut_point";
+}
+
+/// The `originator` pond writes into `session_meta` (who wrote the rollout).
+pub const ORIGINATOR: &str = "pond";
+/// The provider id written as `model_provider`: Codex's built-in default, so `codex resume`
+/// works with a stock configuration (resume refuses to switch provider, codex.md section 6).
+pub const MODEL_PROVIDER: &str = "openai";
+
+/// One foreign rollout being built: its lines after the header, in order.
+pub(crate) struct ForeignRollout {
+    pub source: String,
+    pub uuid: String,
+    pub path: String,
+    pub lines: Vec<Value>,
+    /// The call ids written so far, to pair results with.
+    calls: std::collections::HashSet<String>,
+}
+
+impl ForeignRollout {
+    /// Starts the rollout of `session`: derives its thread id and file, writes `session_meta`.
+    pub(crate) fn start(session: &Session, target: &mut Target<'_>) -> Self {
+        let source = session.id.as_str();
+        let (uuid, derived) = thread_id(&session.source_agent, source);
+        if derived {
+            target.losses.record(
+                loss::SESSION_ID,
+                format!("session {source}"),
+                format!("`{source}` is not a UUID; the rollout's thread id is {uuid}, the UUIDv5 of \"pond:<source_agent>:<id>\" in the RFC 4122 URL namespace"),
+            );
+        }
+        let created = &session.created_at;
+        let mut meta = Map::new();
+        meta.insert("id".into(), Value::from(uuid.clone()));
+        meta.insert("timestamp".into(), Value::from(iso_millis(created)));
+        meta.insert("cwd".into(), Value::from(session.project.as_str()));
+        meta.insert("originator".into(), Value::from(ORIGINATOR));
+        meta.insert("cli_version".into(), Value::from(env!("CARGO_PKG_VERSION")));
+        meta.insert("source".into(), Value::from("cli"));
+        meta.insert("model_provider".into(), Value::from(MODEL_PROVIDER));
+        if let Some(parent) = &session.parent_session_id {
+            let (parent_uuid, _) = thread_id(&session.source_agent, parent.as_str());
+            if let Some(cut) = &session.parent_message_id {
+                // A fork: Codex's own marker for a G1 fork. The cut-point has no G1 field.
+                meta.insert("forked_from_id".into(), Value::from(parent_uuid));
+                target.losses.record(
+                    loss::CUT_POINT,
+                    format!("session {source}"),
+                    format!("the fork's cut-point {cut} in its parent has no G1 rollout field"),
+                );
+            } else {
+                // A spawned sub-agent: the parent thread, as Codex's sub-agent rollouts name it.
+                meta.insert("parent_thread_id".into(), Value::from(parent_uuid));
+            }
+        }
+        if !session.options.is_empty() {
+            target.losses.record(
+                loss::SOURCE_OPTIONS,
+                format!("session {source}"),
+                "source metadata in options (paths, sidecars, models, usage, envelope fields)",
+            );
+        }
+        let path = format!(
+            "{}/rollout-{}-{uuid}.jsonl",
+            date_dirs(created),
+            file_time(created)
+        );
+        let header = envelope(created, "session_meta", meta);
+        Self {
+            source: source.to_owned(),
+            uuid,
+            path,
+            lines: vec![header],
+            calls: std::collections::HashSet::new(),
+        }
+    }
+
+    /// Appends the lines of one message.
+    pub(crate) fn message(&mut self, message: &Message, target: &mut Target<'_>) {
+        let at = format!("session {} message {}", self.source, message.id());
+        if !message.options().is_empty() && !matches!(message, Message::System(_)) {
+            target.losses.record(
+                loss::SOURCE_OPTIONS,
+                &at,
+                "source metadata in options (paths, sidecars, models, usage, envelope fields)",
+            );
+        }
+        let ts = message.timestamp();
+        match message {
+            Message::System(system) => {
+                if let Some(record) = system.carried_record() {
+                    let kind = record
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("(untyped)");
+                    target.losses.record(
+                        loss::HARNESS_RECORD,
+                        &at,
+                        format!("a harness record with no model-visible content (`{kind}`)"),
+                    );
+                } else if !system.content.is_empty() {
+                    // A system message is harness instruction: Codex's own is a developer message.
+                    self.item(
+                        ts,
+                        json!({"type": "message", "role": "developer",
+                               "content": [{"type": "input_text", "text": system.content.as_str()}]}),
+                    );
+                }
+            }
+            Message::User(_) => self.user(message, ts, &at, target),
+            Message::Assistant(_) | Message::Tool(_) => self.assistant(message, ts, &at, target),
+        }
+    }
+
+    fn user(&mut self, message: &Message, ts: &Timestamp, at: &str, target: &mut Target<'_>) {
+        let mut content = Vec::new();
+        let mut typed = String::new();
+        let mut images = Vec::new();
+        for part in message.parts() {
+            match &part {
+                Part::Text(t) => {
+                    // Injected text stays in the user item, as Codex keeps its own injected
+                    // context (environment, AGENTS.md) in user messages; only the typed text
+                    // goes to the `user_message` event, as Codex does.
+                    if t.provenance == Provenance::Conversational {
+                        typed.push_str(t.text.as_str());
+                    }
+                    content.push(json!({"type": "input_text", "text": t.text.as_str()}));
+                }
+                Part::File(f) => match image_url(f) {
+                    Some(url) => {
+                        images.push(Value::from(url.clone()));
+                        content.push(json!({"type": "input_image", "image_url": url}));
+                    }
+                    None => target.losses.record(
+                        loss::FILE,
+                        at,
+                        format!(
+                            "a {} file: Codex content items hold images only",
+                            f.media_type.as_str()
+                        ),
+                    ),
+                },
+                other => self.lost_part(other, at, target),
+            }
+        }
+        if content.is_empty() {
+            return;
+        }
+        if !typed.is_empty() || !images.is_empty() {
+            let mut event = Map::new();
+            event.insert("type".into(), "user_message".into());
+            event.insert("message".into(), Value::from(typed));
+            event.insert("images".into(), Value::Array(images));
+            self.line(ts, "event_msg", event);
+        }
+        self.item(
+            ts,
+            json!({"type": "message", "role": "user", "content": content}),
+        );
+    }
+
+    fn assistant(&mut self, message: &Message, ts: &Timestamp, at: &str, target: &mut Target<'_>) {
+        let mut text: Vec<Value> = Vec::new();
+        for part in message.parts() {
+            match &part {
+                Part::Text(t) => {
+                    text.push(json!({"type": "output_text", "text": t.text.as_str()}));
+                    continue;
+                }
+                Part::File(f) => {
+                    target.losses.record(
+                        loss::FILE,
+                        at,
+                        format!(
+                            "a {} file in an assistant message: Codex assistant content is output_text",
+                            f.media_type.as_str()
+                        ),
+                    );
+                    continue;
+                }
+                _ => {}
+            }
+            self.flush_text(ts, &mut text);
+            match &part {
+                Part::Reasoning(r) => {
+                    if has_signature(&r.options) {
+                        target.losses.record(
+                            loss::REASONING_SIGNATURE,
+                            at,
+                            "the reasoning signature (or encrypted payload) cannot become Codex encrypted_content; the reasoning text is kept as summary text",
+                        );
+                    }
+                    if r.text.is_empty() {
+                        continue;
+                    }
+                    let mut event = Map::new();
+                    event.insert("type".into(), "agent_reasoning".into());
+                    event.insert("text".into(), Value::from(r.text.as_str()));
+                    self.line(ts, "event_msg", event);
+                    self.item(
+                        ts,
+                        // The shape Codex itself writes (and rewrites to): both fields null.
+                        json!({"type": "reasoning",
+                               "summary": [{"type": "summary_text", "text": r.text.as_str()}],
+                               "content": null, "encrypted_content": null}),
+                    );
+                }
+                Part::ToolCall(c) => {
+                    if c.provider_executed {
+                        target.losses.record(
+                            loss::PROVIDER_EXECUTED,
+                            at,
+                            format!(
+                                "`{}` ran on the provider's side; written as a function_call",
+                                c.name.as_str()
+                            ),
+                        );
+                    }
+                    // codex.md 8.1: `arguments` must be a JSON string, an object is dropped.
+                    let arguments = serde_json::to_string(c.params.as_value())
+                        .unwrap_or_else(|_| String::from("{}"));
+                    self.calls.insert(c.call_id.as_str().to_owned());
+                    self.item(
+                        ts,
+                        json!({"type": "function_call", "name": c.name.as_str(),
+                               "arguments": arguments, "call_id": c.call_id.as_str()}),
+                    );
+                }
+                Part::ToolResult(r) if !self.calls.contains(r.call_id.as_str()) => {
+                    // Codex never sends an output whose call is not before it (measured with
+                    // `codex exec resume`): an orphan result is dropped, as Claude Code does too.
+                    target.losses.record(
+                        loss::ORPHAN_TOOL_RESULT,
+                        at,
+                        format!(
+                            "the result of call {}, which the session does not hold",
+                            r.call_id.as_str()
+                        ),
+                    );
+                }
+                Part::ToolResult(r) => {
+                    if r.is_failure {
+                        target.losses.record(
+                            loss::TOOL_FAILURE_FLAG,
+                            at,
+                            "function_call_output has no failure flag; the output text is kept",
+                        );
+                    }
+                    let (output, structured) = output_value(r.result.as_value());
+                    if structured {
+                        target.losses.record(
+                            loss::TOOL_RESULT_STRUCTURE,
+                            at,
+                            "a tool result that is not text or text/image blocks is written as its JSON text",
+                        );
+                    }
+                    self.item(
+                        ts,
+                        json!({"type": "function_call_output", "call_id": r.call_id.as_str(),
+                               "output": output}),
+                    );
+                }
+                other => self.lost_part(other, at, target),
+            }
+        }
+        self.flush_text(ts, &mut text);
+    }
+
+    fn lost_part(&self, part: &Part, at: &str, target: &mut Target<'_>) {
+        match part {
+            Part::ToolApprovalRequest(_) | Part::ToolApprovalResponse(_) => target.losses.record(
+                loss::TOOL_APPROVAL,
+                at,
+                "a tool approval request or answer: a rollout has no such item",
+            ),
+            other => target.losses.record(
+                &format!("{}_part", other.kind()),
+                at,
+                format!("a {} part where Codex has no item for it", other.kind()),
+            ),
+        }
+    }
+
+    /// Writes pending assistant text as one `message` item (and its `agent_message` twin).
+    fn flush_text(&mut self, ts: &Timestamp, text: &mut Vec<Value>) {
+        if text.is_empty() {
+            return;
+        }
+        let joined: String = text
+            .iter()
+            .filter_map(|t| t.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut event = Map::new();
+        event.insert("type".into(), "agent_message".into());
+        event.insert("message".into(), Value::from(joined));
+        self.line(ts, "event_msg", event);
+        let content = Value::Array(std::mem::take(text));
+        self.item(
+            ts,
+            json!({"type": "message", "role": "assistant", "content": content}),
+        );
+    }
+
+    fn item(&mut self, ts: &Timestamp, payload: Value) {
+        if let Value::Object(map) = payload {
+            self.line(ts, "response_item", map);
+        }
+    }
+
+    fn line(&mut self, ts: &Timestamp, kind: &str, payload: Map<String, Value>) {
+        self.lines.push(envelope(ts, kind, payload));
+    }
+
+    /// The rollout's bytes, and its entry for the written list.
+    pub(crate) fn finish(self, target: &mut Target<'_>) -> Result<(), WriteError> {
+        let mut bytes = Vec::new();
+        for line in &self.lines {
+            let text = serde_json::to_string(line).map_err(|e| WriteError::Io {
+                path: self.path.clone(),
+                error: std::io::Error::other(e),
+            })?;
+            bytes.extend_from_slice(text.as_bytes());
+            bytes.push(b'\n');
+        }
+        target.out.append(&self.path, &bytes)?;
+        target.written.push(Written {
+            source_session: self.source,
+            session: self.uuid.clone(),
+            file: self.path,
+            resume: Some(format!("codex resume {}", self.uuid)),
+        });
+        Ok(())
+    }
+}
+
+fn envelope(ts: &Timestamp, kind: &str, payload: Map<String, Value>) -> Value {
+    let mut line = Map::new();
+    line.insert("timestamp".into(), Value::from(iso_millis(ts)));
+    line.insert("type".into(), Value::from(kind));
+    line.insert("payload".into(), Value::Object(payload));
+    Value::Object(line)
+}
+
+/// A file part's `image_url`, if it is an image.
+fn image_url(f: &pond_canonical::FilePart) -> Option<String> {
+    let media = f.media_type.as_str();
+    match &f.data {
+        FileData::Base64(data) if media.starts_with("image/") => {
+            Some(format!("data:{media};base64,{data}"))
+        }
+        FileData::Url(url) if media.starts_with("image/") || url.starts_with("data:image/") => {
+            Some(url.clone())
+        }
+        _ => None,
+    }
+}
+
+/// Whether a reasoning part's options hold a provider signature or encrypted payload.
+fn has_signature(options: &Map<String, Value>) -> bool {
+    fn walk(v: &Value) -> bool {
+        match v {
+            Value::Object(map) => map.iter().any(|(k, v)| {
+                let k = k.to_ascii_lowercase();
+                ((k.contains("signature") || k.contains("encrypted"))
+                    && !v.is_null()
+                    && v.as_str() != Some(""))
+                    || walk(v)
+            }),
+            Value::Array(items) => items.iter().any(walk),
+            _ => false,
+        }
+    }
+    options.values().any(walk)
+}
+
+/// A tool result as `function_call_output.output`: a string, or a content-item array when it
+/// holds images or several blocks (codex.md 8: a string or a content array; an object is
+/// dropped by Codex). The flag says the result had another structure, written as JSON text.
+pub(crate) fn output_value(result: &Value) -> (Value, bool) {
+    match result {
+        Value::String(s) => (Value::from(s.as_str()), false),
+        Value::Array(blocks) => {
+            let mut items = Vec::new();
+            let mut structured = false;
+            for block in blocks {
+                items.push(match block_item(block) {
+                    Some(item) => item,
+                    None => {
+                        structured = true;
+                        json!({"type": "input_text", "text": block.to_string()})
+                    }
+                });
+            }
+            match items.as_slice() {
+                [] => (Value::from(""), structured),
+                [one] if one.get("type").and_then(Value::as_str) == Some("input_text") => (
+                    one.get("text").cloned().unwrap_or_else(|| Value::from("")),
+                    structured,
+                ),
+                _ => (Value::Array(items), structured),
+            }
+        }
+        Value::Object(map) => {
+            // A `{content: [...]}` or `{output: "..."}` wrapper (pi, opencode) is unwrapped.
+            for key in ["content", "output"] {
+                if map.len() == 1
+                    && let Some(inner) = map.get(key)
+                    && (inner.is_string() || inner.is_array())
+                {
+                    return output_value(inner);
+                }
+            }
+            (Value::from(result.to_string()), true)
+        }
+        other => (Value::from(other.to_string()), true),
+    }
+}
+
+/// One tool-result block as a Codex content item (`input_text` or `input_image`).
+fn block_item(block: &Value) -> Option<Value> {
+    if let Some(text) = block.as_str() {
+        return Some(json!({"type": "input_text", "text": text}));
+    }
+    let map = block.as_object()?;
+    match map.get("type").and_then(Value::as_str)? {
+        "text" | "input_text" | "output_text" => {
+            let text = map.get("text")?.as_str()?;
+            Some(json!({"type": "input_text", "text": text}))
+        }
+        "image" => {
+            // Anthropic `{source: {type: base64, media_type, data}}` or pi `{data, mimeType}`.
+            let url = if let Some(source) = map.get("source") {
+                match source.get("type").and_then(Value::as_str)? {
+                    "base64" => format!(
+                        "data:{};base64,{}",
+                        source.get("media_type")?.as_str()?,
+                        source.get("data")?.as_str()?
+                    ),
+                    "url" => source.get("url")?.as_str()?.to_owned(),
+                    _ => return None,
+                }
+            } else {
+                format!(
+                    "data:{};base64,{}",
+                    map.get("mimeType")?.as_str()?,
+                    map.get("data")?.as_str()?
+                )
+            };
+            Some(json!({"type": "input_image", "image_url": url}))
+        }
+        "input_image" => Some(block.clone()),
+        _ => None,
+    }
+}
+
+/// The Codex thread id for a session id: the id itself when it is a UUID (lowercased), else a
+/// UUIDv5 of `<source_agent>:<id>` in pond's namespace. The flag says it was derived.
+pub fn thread_id(source_agent: &str, id: &str) -> (String, bool) {
+    if is_uuid(id) {
+        let lower = id.to_ascii_lowercase();
+        let changed = lower != id;
+        return (lower, changed);
+    }
+    (uuid_v5(&format!("{source_agent}:{id}")), true)
+}
+
+/// pond's UUIDv5 namespace: the RFC 4122 URL namespace, names being `pond:<agent>:<id>`.
+const NAMESPACE_URL: [u8; 16] = [
+    0x6b, 0xa7, 0xb8, 0x11, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8,
+];
+
+/// A name-based (version 5, SHA-1) UUID of `pond:<name>` in the URL namespace (RFC 4122 4.3).
+pub fn uuid_v5(name: &str) -> String {
+    let mut input = NAMESPACE_URL.to_vec();
+    input.extend_from_slice(b"pond:");
+    input.extend_from_slice(name.as_bytes());
+    let hash = sha1(&input);
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&hash[..16]);
+    b[6] = (b[6] & 0x0f) | 0x50;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// Whether `s` is a UUID in its 8-4-4-4-12 hex text form.
+pub fn is_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+/// SHA-1 (FIPS 180-4), for UUIDv5 only: not used for anything security-relevant.
+fn sha1(data: &[u8]) -> [u8; 20] {
+    let mut h: [u32; 5] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0];
+    let mut msg = data.to_vec();
+    let bit_len = (data.len() as u64).wrapping_mul(8);
+    msg.push(0x80);
+    while msg.len() % 64 != 56 {
+        msg.push(0);
+    }
+    msg.extend_from_slice(&bit_len.to_be_bytes());
+    for chunk in msg.chunks(64) {
+        let mut w = [0u32; 80];
+        for (i, word) in chunk.chunks(4).enumerate().take(16) {
+            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
+        }
+        for i in 16..80 {
+            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
+        }
+        let [mut a, mut b, mut c, mut d, mut e] = h;
+        for (i, wi) in w.iter().enumerate() {
+            let (f, k) = match i {
+                0..=19 => ((b & c) | ((!b) & d), 0x5A827999),
+                20..=39 => (b ^ c ^ d, 0x6ED9EBA1),
+                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1BBCDC),
+                _ => (b ^ c ^ d, 0xCA62C1D6),
+            };
+            let temp = a
+                .rotate_left(5)
+                .wrapping_add(f)
+                .wrapping_add(e)
+                .wrapping_add(k)
+                .wrapping_add(*wi);
+            e = d;
+            d = c;
+            c = b.rotate_left(30);
+            b = a;
+            a = temp;
+        }
+        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
+            *x = x.wrapping_add(y);
+        }
+    }
+    let mut out = [0u8; 20];
+    for (i, x) in h.iter().enumerate() {
+        out[i * 4..i * 4 + 4].copy_from_slice(&x.to_be_bytes());
+    }
+    out
+}
+
+/// Civil UTC date and time of an instant: (year, month, day, hour, minute, second, millis).
+fn civil(ts: &Timestamp) -> (i64, u32, u32, u32, u32, u32, u32) {
+    let micros = ts.unix_micros();
+    let secs = micros.div_euclid(1_000_000);
+    let millis = (micros.rem_euclid(1_000_000) / 1000) as u32;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400) as u32;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (
+        year,
+        month,
+        day,
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        millis,
+    )
+}
+
+/// `2025-10-21T20:02:50.705Z`, the form Codex writes every `timestamp` in.
+pub(crate) fn iso_millis(ts: &Timestamp) -> String {
+    let (y, mo, d, h, mi, s, ms) = civil(ts);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
+}
+
+/// `YYYY/MM/DD`: the sessions folder of a rollout started at `ts` (UTC).
+pub(crate) fn date_dirs(ts: &Timestamp) -> String {
+    let (y, mo, d, ..) = civil(ts);
+    format!("{y:04}/{mo:02}/{d:02}")
+}
+
+/// `YYYY-MM-DDThh-mm-ss`: the time in a rollout's file name.
+pub(crate) fn file_time(ts: &Timestamp) -> String {
+    let (y, mo, d, h, mi, s, _) = civil(ts);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}-{mi:02}-{s:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha1_and_uuid_v5_match_known_values() {
+        let hex: String = sha1(b"abc").iter().map(|x| format!("{x:02x}")).collect();
+        assert_eq!(hex, "a9993e364706816aba3e25717850c26c9cd0d89d");
+        let hex: String = sha1(b"").iter().map(|x| format!("{x:02x}")).collect();
+        assert_eq!(hex, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+        let id = uuid_v5("claude-code:short");
+        assert!(is_uuid(&id), "{id}");
+        assert_eq!(&id[14..15], "5");
+        assert_eq!(id, uuid_v5("claude-code:short"));
+        assert_ne!(id, uuid_v5("pi:short"));
+    }
+
+    #[test]
+    fn uuids_are_kept_and_other_ids_derived() {
+        let u = "019a085e-04c1-7f81-a09e-9555f6a1fb40";
+        assert_eq!(thread_id("claude-code", u), (u.to_owned(), false));
+        assert_eq!(
+            thread_id("claude-code", &u.to_uppercase()),
+            (u.to_owned(), true)
+        );
+        let (d, derived) = thread_id("claude-code", "../../.bashrc");
+        assert!(derived && is_uuid(&d));
+    }
+
+    #[test]
+    fn tool_results_become_strings_or_content_arrays() {
+        assert_eq!(output_value(&json!("ok")), (json!("ok"), false));
+        assert_eq!(
+            output_value(&json!([{"type": "text", "text": "a"}])),
+            (json!("a"), false)
+        );
+        let (v, s) = output_value(&json!([{"type": "text", "text": "a"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA"}}]));
+        assert!(!s);
+        assert_eq!(v[1]["image_url"], "data:image/png;base64,AA");
+        assert_eq!(output_value(&json!({"a": 1})), (json!("{\"a\":1}"), true));
+    }
+}

@@ -1,0 +1,596 @@
+//! The foreign write: any canonical session as a pi v3 session file that `pi --session` resumes
+//! (spec 6.3: a valid, idiomatic pi session; what pi cannot express is dropped and reported).
+//!
+//! Decisions (for docs/decisions.md):
+//! * **File.** pi's own layout, in both layouts: `--<encoded cwd>--/<header time>_<uuid>.jsonl`
+//!   (pi.md section 1; the cwd is the canonical project, `/`, `\` and `:` become `-`).
+//! * **Header.** `{"type":"session","version":3,"id","timestamp","cwd"}`. The id is the source
+//!   session id when it is a UUID (Claude Code, Codex), else a UUID derived from a hash of it
+//!   (version nibble 8, RFC 9562 "custom"), reported as `session_id_derived`.
+//! * **Entries.** One `message` entry per message in log order, each `parentId` the entry before
+//!   (one chain, so the last line is the leaf pi resumes). Entry ids are 8 hex digits hashed from
+//!   the source ids, re-hashed on a collision within the file. `entry.timestamp` is ISO UTC with
+//!   milliseconds and `message.timestamp` the same instant in epoch ms.
+//! * **Turns.** A run of consecutive canonical assistant messages is one pi assistant message (one
+//!   model response); every tool result becomes a `toolResult` message right after the assistant
+//!   message that made its call, in result order. A result whose call is not in the session is
+//!   dropped (loss `unpaired_tool_result`): no provider accepts a result without its call.
+//! * **Thinking.** Reasoning becomes a `thinking` block. A Claude Code reasoning part keeps its
+//!   Anthropic `signature` as `thinkingSignature` (the same provider verifies it); any other
+//!   provider's opaque reasoning data is dropped (loss `reasoning_provider_data`), and pi then
+//!   replays the block as plain text, as it does for its own unsigned thinking.
+//! * **Sub-agents.** pi has no sub-agents. A child session (spawned or forked) becomes its own pi
+//!   session file beside its parent's; pi's `parentSession` means "forked from this file" and
+//!   holds an absolute path the writer does not know, so the link is dropped (loss
+//!   `session_parent_link`).
+//! * **Required fields pond cannot know**: `api`/`provider`/`model` are the source's where it
+//!   names them, else the source harness's provider (`anthropic`, `openai`) and model `unknown`;
+//!   `usage` is all zeros; `stopReason` is `toolUse` after tool calls, else `stop`.
+
+use crate::face::{Losses, WriteError};
+use pond_canonical::{FileData, Message, Part, Session, Timestamp};
+use serde_json::{Map, Value, json};
+use std::collections::{HashMap, HashSet};
+
+/// FNV-1a, 64 bits, from the offset basis `seed`.
+fn fnv(seed: u64, s: &str) -> u64 {
+    let mut h = seed;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+fn hash128(s: &str) -> u128 {
+    (u128::from(fnv(0xcbf2_9ce4_8422_2325, s)) << 64) | u128::from(fnv(0x6c62_272e_07bb_0142, s))
+}
+
+/// Whether `s` is a UUID in its 8-4-4-4-12 hex text form.
+fn is_uuid(s: &str) -> bool {
+    let groups: Vec<&str> = s.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The pi session id for a source session id: itself when a UUID, else a derived one.
+pub(crate) fn session_uuid(source: &str) -> (String, bool) {
+    if is_uuid(source) {
+        return (source.to_ascii_lowercase(), false);
+    }
+    let mut h = hash128(&format!("pond-pi-session:{source}"));
+    // RFC 9562: version 8 (custom), variant 10.
+    h = (h & !(0xf << 76)) | (0x8 << 76);
+    h = (h & !(0x3 << 62)) | (0x2 << 62);
+    let x = format!("{h:032x}");
+    let id = format!(
+        "{}-{}-{}-{}-{}",
+        &x[0..8],
+        &x[8..12],
+        &x[12..16],
+        &x[16..20],
+        &x[20..32]
+    );
+    (id, true)
+}
+
+/// pi's session folder for a cwd: `--<cwd without its leading separator, / \ : as ->--`.
+pub(crate) fn cwd_folder(cwd: &str) -> String {
+    let trimmed = cwd
+        .strip_prefix('/')
+        .or_else(|| cwd.strip_prefix('\\'))
+        .unwrap_or(cwd);
+    format!("--{}--", trimmed.replace(['/', '\\', ':'], "-"))
+}
+
+/// Days since 1970-01-01 to (year, month, day) (H. Hinnant's civil_from_days).
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Epoch ms as pi's ISO form, `2025-12-09T00:52:54.397Z`.
+pub(crate) fn iso(ms: i64) -> String {
+    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    let (y, mo, d) = civil(days);
+    let (h, mi, s, milli) = (
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000,
+    );
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z")
+}
+
+fn millis(ts: &Timestamp) -> i64 {
+    ts.unix_micros().div_euclid(1000)
+}
+
+/// The first non-empty string under one of `keys` in `v`, breadth-first to depth 4.
+fn find_str<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a str> {
+    let mut level = vec![v];
+    for _ in 0..4 {
+        let mut next = Vec::new();
+        for v in level {
+            if let Value::Object(o) = v {
+                for k in keys {
+                    if let Some(Value::String(s)) = o.get(*k)
+                        && !s.is_empty()
+                    {
+                        return Some(s);
+                    }
+                }
+                next.extend(o.values().filter(|v| v.is_object()));
+            }
+        }
+        level = next;
+    }
+    None
+}
+
+fn api_of(provider: &str) -> &'static str {
+    match provider {
+        "anthropic" => "anthropic-messages",
+        "openai" => "openai-responses",
+        _ => "openai-completions",
+    }
+}
+
+/// One pi message being built, and the results that follow it.
+struct Pending {
+    seed: String,
+    ms: i64,
+    message: Map<String, Value>,
+    results: Vec<(String, i64, Map<String, Value>)>,
+}
+
+struct Builder<'a> {
+    session: &'a Session,
+    losses: &'a mut Losses,
+    out: Vec<Pending>,
+    /// Call id -> (index in `out`, tool name).
+    calls: HashMap<String, (usize, String)>,
+    answered: HashSet<String>,
+    in_assistant_run: bool,
+    provider: String,
+    model: String,
+}
+
+impl Builder<'_> {
+    fn at(&self, m: &Message) -> String {
+        format!("session {} message {}", self.session.id, m.id())
+    }
+
+    fn message(&mut self, m: &Message) {
+        let at = self.at(m);
+        let ms = millis(m.timestamp());
+        match m {
+            // A system message or a carried record does not end a model response: codex
+            // interleaves event records between the reasoning, text and calls of one response.
+            Message::System(s) => {
+                if s.carried_record().is_some() {
+                    self.losses.record(
+                        "source_record",
+                        &at,
+                        "a source record that maps to no message has no place in pi",
+                    );
+                } else {
+                    self.losses.record(
+                        "system_message",
+                        &at,
+                        "pi sessions have no system messages",
+                    );
+                }
+            }
+            Message::User(u) => {
+                self.in_assistant_run = false;
+                let mut blocks = Vec::new();
+                for p in &u.content {
+                    match Part::from(p.clone()) {
+                        Part::Text(t) if t.text.as_str().is_empty() => {}
+                        Part::Text(t) => {
+                            blocks.push(json!({"type": "text", "text": t.text.as_str()}))
+                        }
+                        Part::File(f) => blocks.extend(self.image(&f, &at)),
+                        _ => {}
+                    }
+                }
+                if blocks.is_empty() {
+                    return;
+                }
+                let mut msg = Map::new();
+                msg.insert("role".into(), Value::from("user"));
+                msg.insert("content".into(), Value::Array(blocks));
+                msg.insert("timestamp".into(), Value::from(ms));
+                self.out.push(Pending {
+                    seed: m.id().to_string(),
+                    ms,
+                    message: msg,
+                    results: Vec::new(),
+                });
+            }
+            Message::Assistant(a) => {
+                let opts = Value::Object(a.options.clone());
+                let mut blocks = Vec::new();
+                let mut results = Vec::new();
+                for p in a.content.iter().cloned().map(Part::from) {
+                    match p {
+                        Part::Text(t) if t.text.as_str().is_empty() => {}
+                        Part::Text(t) => {
+                            blocks.push(json!({"type": "text", "text": t.text.as_str()}))
+                        }
+                        Part::Reasoning(r) => {
+                            let signature = (self.session.source_agent == "claude-code")
+                                .then(|| {
+                                    find_str(&Value::Object(r.options.clone()), &["signature"])
+                                        .map(str::to_owned)
+                                })
+                                .flatten();
+                            if signature.is_none() && !r.options.is_empty() {
+                                self.losses.record(
+                                    "reasoning_provider_data",
+                                    &at,
+                                    "opaque reasoning data (encrypted content, another provider's signature) is not written; pi replays unsigned thinking as text",
+                                );
+                            }
+                            if r.text.as_str().is_empty() {
+                                continue;
+                            }
+                            let mut b = Map::new();
+                            b.insert("type".into(), Value::from("thinking"));
+                            b.insert("thinking".into(), Value::from(r.text.as_str()));
+                            if let Some(s) = signature {
+                                b.insert("thinkingSignature".into(), Value::from(s));
+                            }
+                            blocks.push(Value::Object(b));
+                        }
+                        Part::ToolCall(c) => {
+                            let args = match c.params.as_value() {
+                                Value::Object(o) => Value::Object(o.clone()),
+                                other => {
+                                    self.losses.record(
+                                        "tool_input_wrapped",
+                                        &at,
+                                        "pi tool arguments are an object: a non-object input is kept under `input`",
+                                    );
+                                    json!({ "input": other })
+                                }
+                            };
+                            blocks.push(json!({"type": "toolCall", "id": c.call_id.as_str(),
+                                "name": c.name.as_str(), "arguments": args}));
+                        }
+                        Part::File(f) => {
+                            self.losses.record(
+                                "assistant_file",
+                                &at,
+                                "pi assistant messages hold no files or images",
+                            );
+                            let _ = f;
+                        }
+                        Part::ToolResult(r) => results.push(r),
+                        Part::ToolApprovalRequest(_) | Part::ToolApprovalResponse(_) => {
+                            self.losses.record(
+                                "tool_approval",
+                                &at,
+                                "pi keeps no tool approval requests or answers",
+                            );
+                        }
+                    }
+                }
+                if !blocks.is_empty() {
+                    let merge = self.in_assistant_run
+                        && self.out.last().is_some_and(|p| {
+                            p.message.get("role").and_then(Value::as_str) == Some("assistant")
+                        });
+                    if !merge {
+                        let provider =
+                            find_str(&opts, &["providerID", "provider", "model_provider"])
+                                .unwrap_or(&self.provider)
+                                .to_owned();
+                        let model = find_str(&opts, &["model", "modelID", "modelId"])
+                            .unwrap_or(&self.model)
+                            .to_owned();
+                        let mut msg = Map::new();
+                        msg.insert("role".into(), Value::from("assistant"));
+                        msg.insert("content".into(), Value::Array(Vec::new()));
+                        msg.insert("api".into(), Value::from(api_of(&provider)));
+                        msg.insert("provider".into(), Value::from(provider));
+                        msg.insert("model".into(), Value::from(model));
+                        msg.insert("usage".into(), zero_usage());
+                        msg.insert("stopReason".into(), Value::from("stop"));
+                        msg.insert("timestamp".into(), Value::from(ms));
+                        self.out.push(Pending {
+                            seed: m.id().to_string(),
+                            ms,
+                            message: msg,
+                            results: Vec::new(),
+                        });
+                    }
+                    let i = self.out.len() - 1;
+                    for b in &blocks {
+                        if b.get("type").and_then(Value::as_str) == Some("toolCall") {
+                            let id = b.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
+                            let name = b
+                                .get("name")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_owned();
+                            self.calls.insert(id, (i, name));
+                        }
+                    }
+                    if let Some(Value::Array(content)) = self.out[i].message.get_mut("content") {
+                        content.extend(blocks);
+                    }
+                    self.in_assistant_run = true;
+                }
+                for r in results {
+                    self.result(&r, ms, &at);
+                }
+            }
+            Message::Tool(t) => {
+                self.in_assistant_run = false;
+                for p in t.content.iter().cloned().map(Part::from) {
+                    match p {
+                        Part::ToolResult(r) => self.result(&r, ms, &at),
+                        _ => self.losses.record(
+                            "tool_approval",
+                            &at,
+                            "pi keeps no tool approval requests or answers",
+                        ),
+                    }
+                }
+            }
+        }
+    }
+
+    /// An image block for a user file part, or the loss when pi cannot hold it.
+    fn image(&mut self, f: &pond_canonical::FilePart, at: &str) -> Option<Value> {
+        match &f.data {
+            FileData::Base64(d) if f.media_type.as_str().starts_with("image/") => {
+                Some(json!({"type": "image", "data": d, "mimeType": f.media_type.as_str()}))
+            }
+            _ => {
+                self.losses.record(
+                    "file_not_image",
+                    at,
+                    "pi messages hold base64 images only: other files and URLs are dropped",
+                );
+                None
+            }
+        }
+    }
+
+    /// A `toolResult` message after the assistant message that made the call.
+    fn result(&mut self, r: &pond_canonical::ToolResultPart, ms: i64, at: &str) {
+        let Some((i, call_name)) = self.calls.get(r.call_id.as_str()).cloned() else {
+            self.losses.record(
+                "unpaired_tool_result",
+                at,
+                "a tool result whose call is not in the session is dropped",
+            );
+            return;
+        };
+        if !self.answered.insert(r.call_id.as_str().to_owned()) {
+            self.losses.record(
+                "duplicate_tool_result",
+                at,
+                "a second result for one tool call was dropped",
+            );
+            return;
+        }
+        let name = r.name.as_ref().map_or(call_name, |n| n.as_str().to_owned());
+        let content = self.result_content(r.result.as_value(), at);
+        let mut msg = Map::new();
+        msg.insert("role".into(), Value::from("toolResult"));
+        msg.insert("toolCallId".into(), Value::from(r.call_id.as_str()));
+        msg.insert("toolName".into(), Value::from(name));
+        msg.insert("content".into(), Value::Array(content));
+        msg.insert("isError".into(), Value::Bool(r.is_failure));
+        msg.insert("timestamp".into(), Value::from(ms));
+        self.out[i].results.push((r.id.to_string(), ms, msg));
+    }
+
+    /// Tool output as pi's text and image blocks.
+    fn result_content(&mut self, v: &Value, at: &str) -> Vec<Value> {
+        let text = |s: &str| json!({"type": "text", "text": s});
+        match v {
+            Value::String(s) => vec![text(s)],
+            Value::Null => vec![text("")],
+            Value::Array(items) => items
+                .iter()
+                .map(|item| match item {
+                    Value::String(s) => text(s),
+                    Value::Object(o) if o.get("text").is_some_and(Value::is_string) => {
+                        text(o.get("text").and_then(Value::as_str).unwrap_or(""))
+                    }
+                    Value::Object(o)
+                        if o.get("type").and_then(Value::as_str) == Some("image")
+                            && item.pointer("/source/data").is_some_and(Value::is_string) =>
+                    {
+                        json!({"type": "image",
+                            "data": item.pointer("/source/data").cloned().unwrap_or(Value::Null),
+                            "mimeType": item.pointer("/source/media_type").and_then(Value::as_str).unwrap_or("image/png")})
+                    }
+                    other => {
+                        self.losses.record(
+                            "tool_output_structured",
+                            at,
+                            "a non-text block of a tool result was written as JSON text",
+                        );
+                        text(&other.to_string())
+                    }
+                })
+                .collect(),
+            other => vec![text(&other.to_string())],
+        }
+    }
+}
+
+fn zero_usage() -> Value {
+    json!({"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}})
+}
+
+/// The pi file of one foreign session: its relative path, pi session id and bytes.
+pub(crate) fn file(
+    session: &Session,
+    messages: &[Message],
+    losses: &mut Losses,
+) -> Result<(String, String, Vec<u8>), WriteError> {
+    let (id, derived) = session_uuid(session.id.as_str());
+    let where_ = format!("session {}", session.id);
+    if derived {
+        losses.record(
+            "session_id_derived",
+            &where_,
+            format!(
+                "pi session ids are UUIDs: session {} became {id} (a hash of the source id)",
+                session.id
+            ),
+        );
+    }
+    if session.parent_session_id.is_some() {
+        losses.record(
+            "session_parent_link",
+            &where_,
+            "pi has no sub-agents: a child session is its own pi file, without a link to its parent",
+        );
+    }
+    let session_opts = Value::Object(session.options.clone());
+    let mut model = None;
+    let mut provider = None;
+    for m in messages {
+        if let Message::Assistant(a) = m {
+            let opts = Value::Object(a.options.clone());
+            model = model
+                .or_else(|| find_str(&opts, &["model", "modelID", "modelId"]).map(str::to_owned));
+            provider = provider.or_else(|| {
+                find_str(&opts, &["providerID", "provider", "model_provider"]).map(str::to_owned)
+            });
+        }
+    }
+    let default_provider = match session.source_agent.as_str() {
+        "claude-code" => "anthropic",
+        "codex" => "openai",
+        _ => "unknown",
+    };
+    let mut b = Builder {
+        session,
+        losses,
+        out: Vec::new(),
+        calls: HashMap::new(),
+        answered: HashSet::new(),
+        in_assistant_run: false,
+        provider: provider
+            .or_else(|| {
+                find_str(&session_opts, &["providerID", "model_provider"]).map(str::to_owned)
+            })
+            .unwrap_or_else(|| default_provider.to_owned()),
+        model: model
+            .or_else(|| {
+                find_str(&session_opts, &["model", "modelID", "modelId"]).map(str::to_owned)
+            })
+            .unwrap_or_else(|| "unknown".to_owned()),
+    };
+    for m in messages {
+        b.message(m);
+    }
+    let unanswered = b.calls.keys().filter(|c| !b.answered.contains(*c)).count();
+    for _ in 0..unanswered {
+        b.losses.record(
+            "tool_call_without_result",
+            &where_,
+            "a tool call has no result in the source; pi sends it unanswered",
+        );
+    }
+    // The header and one chain of entries (pi.md sections 2-3).
+    let created = millis(&session.created_at);
+    let stamp = iso(created);
+    let cwd = session.project.as_str();
+    let mut bytes = Vec::new();
+    push_line(
+        &mut bytes,
+        &json!({"type": "session", "version": 3, "id": id, "timestamp": stamp, "cwd": cwd}),
+    );
+    let mut used = HashSet::new();
+    let mut parent: Option<String> = None;
+    let mut entry = |bytes: &mut Vec<u8>, seed: &str, ms: i64, mut msg: Map<String, Value>| {
+        let mut salt = 0u32;
+        let eid = loop {
+            let h = hash128(&format!("{}/{seed}/{salt}", session.id));
+            let candidate = format!("{:08x}", (h >> 96) as u32);
+            if used.insert(candidate.clone()) {
+                break candidate;
+            }
+            salt += 1;
+        };
+        msg.insert("timestamp".into(), Value::from(ms));
+        push_line(
+            bytes,
+            &json!({"type": "message", "id": eid, "parentId": parent, "timestamp": iso(ms),
+                "message": Value::Object(msg)}),
+        );
+        parent = Some(eid);
+    };
+    for mut p in std::mem::take(&mut b.out) {
+        let has_call = p
+            .message
+            .get("content")
+            .and_then(Value::as_array)
+            .is_some_and(|c| {
+                c.iter()
+                    .any(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"))
+            });
+        if has_call {
+            p.message
+                .insert("stopReason".into(), Value::from("toolUse"));
+        }
+        entry(&mut bytes, &p.seed, p.ms, p.message);
+        for (seed, ms, msg) in p.results {
+            entry(&mut bytes, &seed, ms.max(p.ms), msg);
+        }
+    }
+    let name = format!("{}_{id}.jsonl", stamp.replace([':', '.'], "-"));
+    Ok((format!("{}/{name}", cwd_folder(cwd)), id, bytes))
+}
+
+fn push_line(bytes: &mut Vec<u8>, v: &Value) {
+    // Serializing a Value cannot fail: its keys are strings.
+    if let Ok(line) = serde_json::to_vec(v) {
+        bytes.extend_from_slice(&line);
+    }
+    bytes.push(b'\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_and_folder_follow_pi() {
+        assert_eq!(iso(1_765_241_574_397), "2025-12-09T00:52:54.397Z");
+        assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(cwd_folder("/Users/me/p"), "--Users-me-p--");
+        assert_eq!(cwd_folder("C:\\x\\y"), "--C--x-y--");
+    }
+
+    #[test]
+    fn uuids_are_kept_or_derived() {
+        let u = "0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f";
+        assert_eq!(session_uuid(u), (u.to_owned(), false));
+        let (d, derived) = session_uuid("ses_abc");
+        assert!(derived && is_uuid(&d) && d.as_bytes()[14] == b'8', "{d}");
+        assert_eq!(session_uuid("ses_abc").0, d);
+    }
+}

@@ -1,0 +1,484 @@
+//! Foreign-write checks shared by the per-target tests (`opencode_foreign`, `pi_foreign`) and
+//! the oracle tests: convert one source unit into a target, validate every written file with
+//! the target's `validate`, read it back with the target's read face, and count what a
+//! conversation is made of on both sides.
+
+use pond_canonical::{Event, Message, Origin, Part, Provenance};
+use pond_codecs::convert::{Summary, convert_sources};
+use pond_codecs::output::MemoryOutput;
+use pond_codecs::{CODECS, Codec, Layout};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// What a conversation is made of, counted over every session of a source or an output.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Non-empty text parts of user messages.
+    pub user_texts: usize,
+    /// Of those, the conversational ones.
+    pub user_conversational: usize,
+    /// Conversational user texts with more than white space.
+    pub user_conversational_nonblank: usize,
+    /// Conversational user text parts that are empty.
+    pub user_conversational_empty: usize,
+    /// User messages holding a text or a file part (one request item each in Codex).
+    pub user_messages: usize,
+    /// Non-empty text parts of assistant messages.
+    pub assistant_texts: usize,
+    /// Non-empty user / assistant texts with more than white space (providers drop blank blocks).
+    pub user_texts_nonblank: usize,
+    pub assistant_texts_nonblank: usize,
+    /// Assistant text parts that are empty.
+    pub assistant_empty: usize,
+    /// Tool calls.
+    pub tool_calls: usize,
+    /// Tool results, paired or not.
+    pub tool_results: usize,
+    /// Tool results whose call is in the same session (one per call at most).
+    pub paired_results: usize,
+    /// Tool calls that a result of the same session answers, wherever it stands (each result
+    /// answers one call of its id).
+    pub answered_calls: usize,
+}
+
+impl Counts {
+    /// Counts the events of one session of a read.
+    pub fn of_session(events: &[Event], session: &str) -> Self {
+        let mine: Vec<Event> = events
+            .iter()
+            .filter(|e| match e {
+                Event::Session(s) => s.id.as_str() == session,
+                Event::Message(m) => m.session_id().as_str() == session,
+            })
+            .cloned()
+            .collect();
+        Self::of(&mine)
+    }
+
+    /// Counts the events of a read.
+    pub fn of(events: &[Event]) -> Self {
+        let mut c = Counts::default();
+        let mut calls: HashSet<(String, String)> = HashSet::new();
+        let mut answered: HashSet<(String, String)> = HashSet::new();
+        // Results per (session, call id), for `answered_calls`.
+        let mut results: HashMap<(String, String), usize> = HashMap::new();
+        for e in events {
+            let Event::Message(m) = e else { continue };
+            for p in m.parts() {
+                if let Part::ToolResult(r) = p {
+                    let key = (
+                        m.session_id().as_str().to_owned(),
+                        r.call_id.as_str().to_owned(),
+                    );
+                    *results.entry(key).or_default() += 1;
+                }
+            }
+        }
+        for e in events {
+            let Event::Message(m) = e else { continue };
+            let session = m.session_id().as_str().to_owned();
+            let parts = m.parts();
+            if matches!(m, Message::User(_))
+                && parts
+                    .iter()
+                    .any(|p| matches!(p, Part::Text(_) | Part::File(_)))
+            {
+                c.user_messages += 1;
+            }
+            for p in parts {
+                match (&m, &p) {
+                    (Message::User(_), Part::Text(t)) => {
+                        let text = t.text.as_str();
+                        let conversational = t.provenance == Provenance::Conversational;
+                        if text.is_empty() {
+                            c.user_conversational_empty += usize::from(conversational);
+                            continue;
+                        }
+                        c.user_texts += 1;
+                        let nonblank = !text.trim().is_empty();
+                        c.user_texts_nonblank += usize::from(nonblank);
+                        c.user_conversational += usize::from(conversational);
+                        c.user_conversational_nonblank += usize::from(conversational && nonblank);
+                    }
+                    (Message::Assistant(_), Part::Text(t)) => {
+                        let text = t.text.as_str();
+                        if text.is_empty() {
+                            c.assistant_empty += 1;
+                            continue;
+                        }
+                        c.assistant_texts += 1;
+                        c.assistant_texts_nonblank += usize::from(!text.trim().is_empty());
+                    }
+                    (_, Part::ToolCall(call)) => {
+                        c.tool_calls += 1;
+                        let key = (session.clone(), call.call_id.as_str().to_owned());
+                        if let Some(n) = results.get_mut(&key)
+                            && *n > 0
+                        {
+                            *n -= 1;
+                            c.answered_calls += 1;
+                        }
+                        calls.insert(key);
+                    }
+                    (_, Part::ToolResult(r)) => {
+                        c.tool_results += 1;
+                        let key = (session.clone(), r.call_id.as_str().to_owned());
+                        if calls.contains(&key) && answered.insert(key) {
+                            c.paired_results += 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        c
+    }
+}
+
+/// One source unit converted into a target and read back.
+#[derive(Debug)]
+pub struct Converted {
+    /// The source unit.
+    pub source: PathBuf,
+    /// The events the source codec reads from it.
+    pub source_events: Vec<Event>,
+    /// The faults the source codec reports reading it (a malformed fixture has some).
+    pub source_faults: Vec<String>,
+    /// Counts of the canonical source (as the source codec reads it).
+    pub source_counts: Counts,
+    /// Sessions the source holds.
+    pub source_sessions: usize,
+    /// The conversion summary (losses, written sessions).
+    pub summary: Summary,
+    /// The written files.
+    pub out: MemoryOutput,
+    /// Problems `validate` found, per file.
+    pub invalid: Vec<String>,
+    /// Faults the target's read face reported reading the output back.
+    pub read_faults: Vec<String>,
+    /// The events the target's read face reads from the output.
+    pub target_events: Vec<Event>,
+    /// Counts of the output as the target reads it.
+    pub target_counts: Counts,
+    /// Sessions the target reads from the output.
+    pub target_sessions: usize,
+}
+
+/// The fixture folders of `codec`: `../shared/fixtures/<name>` (which must exist: a missing one
+/// fails loudly) and the repository's own `fixtures/<name>` where present.
+pub fn fixture_dirs(codec: &Codec) -> Vec<PathBuf> {
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures")
+        .join(codec.name);
+    assert!(
+        shared.is_dir(),
+        "shared fixtures missing at {} (expected /work/shared beside the repo)",
+        shared.display()
+    );
+    let mut dirs = vec![shared];
+    let own = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures")
+        .join(codec.name);
+    if own.is_dir() {
+        dirs.push(own);
+    }
+    dirs
+}
+
+/// Every source unit `codec` discovers in its fixture folders.
+pub fn fixture_sources(codec: &Codec) -> Vec<Origin> {
+    let Some(reader) = codec.read else {
+        return Vec::new();
+    };
+    let mut all = Vec::new();
+    for dir in fixture_dirs(codec) {
+        match reader.discover(&dir) {
+            Ok(found) => all.extend(found),
+            Err(e) => panic!("{} cannot list {}: {e}", codec.name, dir.display()),
+        }
+    }
+    all
+}
+
+/// Every source unit of every codec other than `target` that reads, as `(codec, origin)`.
+pub fn foreign_sources(target: &str) -> Vec<(&'static Codec, Origin)> {
+    CODECS
+        .iter()
+        .copied()
+        .filter(|codec| codec.name != target)
+        .flat_map(|codec| fixture_sources(codec).into_iter().map(move |o| (codec, o)))
+        .collect()
+}
+
+/// The events `codec` reads from `origin` (faults left out).
+pub fn read_origin(codec: &Codec, origin: &Origin) -> Vec<Event> {
+    read_with_faults(codec, origin).0
+}
+
+/// The events `codec` reads from `origin`, and its faults, located.
+pub fn read_with_faults(codec: &Codec, origin: &Origin) -> (Vec<Event>, Vec<String>) {
+    let mut events = Vec::new();
+    let mut faults = Vec::new();
+    if let Some(reader) = codec.read {
+        reader.read(origin, &mut |item| match item {
+            Ok(e) => events.push(e),
+            Err(f) => faults.push(f.to_string()),
+        });
+    }
+    (events, faults)
+}
+
+/// Converts `origin` (read by `from`) into `to` in memory, validates and reads it back.
+pub fn convert_one(
+    from: &'static Codec,
+    to: &'static Codec,
+    origin: &Origin,
+    layout: Layout,
+) -> Result<Converted, String> {
+    let (events, source_faults) = read_with_faults(from, origin);
+    let source_counts = Counts::of(&events);
+    let source_sessions = events
+        .iter()
+        .filter(|e| matches!(e, Event::Session(_)))
+        .count();
+    let mut out = MemoryOutput::default();
+    let summary = convert_sources(
+        from,
+        to,
+        layout,
+        std::slice::from_ref(origin),
+        &mut out,
+        &mut |_, _| {},
+    )
+    .map_err(|e| e.to_string())?;
+    let mut invalid = Vec::new();
+    if let Some(validate) = to.validate {
+        for (rel, bytes) in &out.files {
+            invalid.extend(
+                validate(rel, bytes)
+                    .into_iter()
+                    .map(|p| format!("{rel}: {p}")),
+            );
+        }
+    }
+    let mut read_faults = Vec::new();
+    let mut back = Vec::new();
+    if !out.files.is_empty() {
+        let dir = crate::roundtrip::tempdir_for(&format!("foreign-{}-{}", from.name, to.name))?;
+        out.write_to(&dir).map_err(|e| e.to_string())?;
+        match pond_codecs::convert::read_all(to, &dir) {
+            Ok((events, faults)) => {
+                back = events;
+                read_faults = faults.iter().map(|f| f.to_string()).collect();
+            }
+            Err(e) => read_faults.push(e.to_string()),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let target_sessions = back
+        .iter()
+        .filter(|e| matches!(e, Event::Session(_)))
+        .count();
+    Ok(Converted {
+        source: origin.path().to_owned(),
+        source_events: events,
+        source_faults,
+        source_counts,
+        source_sessions,
+        summary,
+        out,
+        invalid,
+        read_faults,
+        target_counts: Counts::of(&back),
+        target_events: back,
+        target_sessions,
+    })
+}
+
+/// One oracle run on a foreign write, for the printed table.
+#[derive(Debug)]
+pub struct OracleRow {
+    /// `<source codec> -> <target>`.
+    pub pair: String,
+    /// The fixture, relative to its fixture folder.
+    pub fixture: String,
+    /// `resume` or `offline`.
+    pub mode: &'static str,
+    /// Whether the harness accepted the session.
+    pub accepted: bool,
+    /// History counts: user turns, assistant turns, tool_use blocks, tool_result blocks.
+    pub history: (usize, usize, usize, usize),
+    /// The canonical source's counts for the session.
+    pub source: Counts,
+    /// What was wrong (empty when the row passed).
+    pub problems: Vec<String>,
+}
+
+/// How many blocks of `kind` the turns of `role` hold.
+pub fn count_role(report: &crate::oracle::Report, role: &str, kind: &str) -> usize {
+    report
+        .history
+        .iter()
+        .filter(|t| t.role == role)
+        .flat_map(|t| &t.kinds)
+        .filter(|k| *k == kind)
+        .count()
+}
+
+/// Runs the `target` oracle on the main session (the first written without a parent) of every
+/// fixture of every other codec that has at least `min_user_turns` conversational user texts
+/// (2: the multi-turn ones), resume mode, plus one offline check per source codec where the
+/// harness has one; `check` compares a resume report with the source's counts. Sources that
+/// write nothing (malformed ones, located faults) are listed on stderr.
+pub fn oracle_rows(
+    oracle: &crate::oracle::Oracle,
+    target: &'static str,
+    min_user_turns: usize,
+    check: &dyn Fn(&Counts, &crate::oracle::Report) -> Vec<String>,
+) -> Vec<OracleRow> {
+    let Some(to) = pond_codecs::find(target) else {
+        panic!("no codec {target}");
+    };
+    let mut rows = Vec::new();
+    let mut offline_done = HashSet::new();
+    let mut fewer_turns = 0;
+    for (from, origin) in foreign_sources(target) {
+        let c = match convert_one(from, to, &origin, Layout::Mirror) {
+            Ok(c) => c,
+            Err(e) => panic!("{}: {e}", origin.path().display()),
+        };
+        let events = &c.source_events;
+        // The main session: the first one written that has no parent.
+        let parents: HashSet<String> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Session(s) if s.parent_session_id.is_some() => {
+                    Some(s.id.as_str().to_owned())
+                }
+                _ => None,
+            })
+            .collect();
+        let main = c
+            .summary
+            .written
+            .iter()
+            .find(|w| !parents.contains(&w.source_session));
+        let (Some(w), Some(bytes)) = (main, main.and_then(|w| c.out.files.get(&w.file))) else {
+            eprintln!(
+                "not run, nothing written: {} {}{}",
+                from.name,
+                origin.relative().into_inner(),
+                c.source_faults
+                    .first()
+                    .map(|f| format!(" (malformed: {f})"))
+                    .unwrap_or_default()
+            );
+            continue;
+        };
+        let counts = Counts::of_session(events, &w.source_session);
+        if counts.user_conversational < min_user_turns {
+            fewer_turns += 1;
+            continue;
+        }
+        let dir = match crate::roundtrip::tempdir_for(&format!("oracle-{}-{target}", from.name)) {
+            Ok(d) => d,
+            Err(e) => panic!("{e}"),
+        };
+        let name = w.file.rsplit('/').next().unwrap_or("session");
+        let file = dir.join(name);
+        if let Err(e) = std::fs::write(&file, bytes) {
+            panic!("{}: {e}", file.display());
+        }
+        let fixture = origin.relative().into_inner().to_owned();
+        let mut modes = vec![("resume", false)];
+        if crate::oracle::Oracle::has_offline(target) && offline_done.insert(from.name) {
+            modes.push(("offline", true));
+        }
+        for (mode, offline) in modes {
+            let out = dir.join(format!("artifacts-{mode}"));
+            let mut row = OracleRow {
+                pair: format!("{} -> {target}", from.name),
+                fixture: fixture.clone(),
+                mode,
+                accepted: false,
+                history: (0, 0, 0, 0),
+                source: counts,
+                problems: Vec::new(),
+            };
+            match oracle.run(target, &file, offline, &out) {
+                Err(e) => row.problems.push(e),
+                Ok(r) => {
+                    row.accepted = r.accepted;
+                    row.history = (
+                        r.history.iter().filter(|t| t.role == "user").count(),
+                        r.history.iter().filter(|t| t.role == "assistant").count(),
+                        r.count("tool_use"),
+                        r.count("tool_result"),
+                    );
+                    if !r.accepted {
+                        row.problems.push(format!(
+                            "rejected (exit {}): {:?}; artifacts in {}",
+                            r.exit_code,
+                            r.reasons,
+                            out.display()
+                        ));
+                    } else if !offline {
+                        row.problems.extend(check(&counts, &r));
+                    }
+                }
+            }
+            eprintln!(
+                "| {:<22} | {:<70} | {:<7} | {:<5} | hist u{} a{} tu{} tr{} | src u{} a{} tc{} tr{} | {}",
+                row.pair,
+                row.fixture,
+                row.mode,
+                row.accepted,
+                row.history.0,
+                row.history.1,
+                row.history.2,
+                row.history.3,
+                counts.user_texts_nonblank,
+                counts.assistant_texts_nonblank,
+                counts.tool_calls,
+                counts.paired_results,
+                if row.problems.is_empty() {
+                    "ok".to_owned()
+                } else {
+                    row.problems.join("; ")
+                }
+            );
+            rows.push(row);
+        }
+    }
+    if min_user_turns > 0 {
+        eprintln!(
+            "{fewer_turns} sources not run: fewer than {min_user_turns} conversational user texts"
+        );
+    }
+    rows
+}
+
+/// Fails with every problem row listed; passes when every row passed and at least one ran.
+pub fn assert_rows(rows: &[OracleRow]) {
+    assert!(!rows.is_empty(), "no multi-turn fixture was run");
+    let bad: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.accepted || !r.problems.is_empty())
+        .map(|r| {
+            format!(
+                "{} {} {}: {}",
+                r.pair,
+                r.fixture,
+                r.mode,
+                r.problems.join("; ")
+            )
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{} of {} oracle runs failed:\n{}",
+        bad.len(),
+        rows.len(),
+        bad.join("\n")
+    );
+}

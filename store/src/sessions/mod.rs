@@ -1,0 +1,324 @@
+//! The sessions consumer (spec section 5): the canonical model persisted on the substrate as
+//! `sessions`, `messages` and `parts`, and the operations pond runs on them.
+
+pub mod rows;
+pub mod schema;
+pub mod search_text;
+
+use crate::substrate::{MergeOutcome, StoreError, Substrate};
+use pond_canonical::{Message, Session, SessionLog};
+use rows::RowBuffer;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The session datasets of one pond.
+pub struct SessionStore {
+    substrate: Substrate,
+}
+
+/// Rows a write inserted and found already present, per table.
+#[derive(Debug, Default, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct Written {
+    pub sessions_inserted: u64,
+    pub sessions_present: u64,
+    pub messages_inserted: u64,
+    pub messages_present: u64,
+    pub parts_inserted: u64,
+    pub parts_present: u64,
+}
+
+impl Written {
+    fn add(&mut self, table: &str, o: MergeOutcome) {
+        let (ins, pre) = match table {
+            "sessions" => (&mut self.sessions_inserted, &mut self.sessions_present),
+            "messages" => (&mut self.messages_inserted, &mut self.messages_present),
+            _ => (&mut self.parts_inserted, &mut self.parts_present),
+        };
+        *ins += o.inserted;
+        *pre += o.present;
+    }
+
+    /// Adds another tally to this one.
+    pub fn merge(&mut self, o: Written) {
+        self.sessions_inserted += o.sessions_inserted;
+        self.sessions_present += o.sessions_present;
+        self.messages_inserted += o.messages_inserted;
+        self.messages_present += o.messages_present;
+        self.parts_inserted += o.parts_inserted;
+        self.parts_present += o.parts_present;
+    }
+}
+
+/// A stored session, as `pond sessions` lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionSummary {
+    pub id: String,
+    pub source_agent: String,
+    pub project: String,
+    pub created_at: String,
+    pub parent_session_id: Option<String>,
+    pub messages: u64,
+}
+
+/// Row counts and versions, as `pond status` shows them.
+#[derive(Debug, Clone, Serialize)]
+pub struct TableStatus {
+    pub table: &'static str,
+    pub rows: u64,
+    pub version: Option<u64>,
+}
+
+fn sql_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+impl SessionStore {
+    /// The session datasets under `uri`.
+    pub fn open(uri: &str) -> Self {
+        Self {
+            substrate: Substrate::new(uri, Default::default()),
+        }
+    }
+
+    /// The substrate underneath (status, maintenance).
+    pub fn substrate(&self) -> &Substrate {
+        &self.substrate
+    }
+
+    /// Writes buffered rows: sessions first, then messages, then parts, each through the
+    /// substrate's merge-insert (lance-chokepoints-write). Present rows are left alone.
+    pub async fn write(&self, buffer: &mut RowBuffer) -> Result<Written, StoreError> {
+        let [s, m, p] = buffer.take_batches();
+        let mut written = Written::default();
+        for (spec, batch) in [
+            (&*schema::SESSIONS, s),
+            (&*schema::MESSAGES, m),
+            (&*schema::PARTS, p),
+        ] {
+            if let Some(batch) = batch {
+                let outcome = self.substrate.merge_insert(spec, vec![batch]).await?;
+                written.add(spec.name, outcome);
+            }
+        }
+        Ok(written)
+    }
+
+    /// Row count and version per table.
+    pub async fn table_status(&self) -> Result<Vec<TableStatus>, StoreError> {
+        let mut out = Vec::new();
+        for spec in schema::all() {
+            let (rows, version) = self.substrate.stats(spec).await?;
+            out.push(TableStatus {
+                table: spec.name,
+                rows,
+                version,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Message counts per source agent, and how many messages have an embedding.
+    pub async fn message_breakdown(&self) -> Result<(BTreeMap<String, u64>, u64), StoreError> {
+        let batches = self
+            .substrate
+            .scan(&schema::MESSAGES, |s| {
+                s.project(&["source_agent", "embedding_model"])?;
+                Ok(())
+            })
+            .await?;
+        let mut per_agent = BTreeMap::new();
+        let mut embedded = 0;
+        for b in &batches {
+            let agents = b.column_by_name("source_agent").cloned();
+            let models = b.column_by_name("embedding_model").cloned();
+            for i in 0..b.num_rows() {
+                let agent = agents
+                    .as_ref()
+                    .and_then(|a| rows::string_at(a.as_ref(), i))
+                    .unwrap_or_default();
+                *per_agent.entry(agent).or_insert(0) += 1;
+                if models
+                    .as_ref()
+                    .is_some_and(|m| !arrow_array::Array::is_null(m.as_ref(), i))
+                {
+                    embedded += 1;
+                }
+            }
+        }
+        Ok((per_agent, embedded))
+    }
+
+    /// Stored sessions matching the filters (equality on source agent, prefix on project,
+    /// created at or after `since_micros`), pushed down to the scan.
+    pub async fn list(
+        &self,
+        source_agent: Option<&str>,
+        project_prefix: Option<&str>,
+        since_micros: Option<i64>,
+    ) -> Result<Vec<SessionSummary>, StoreError> {
+        let mut filters = Vec::new();
+        if let Some(a) = source_agent {
+            filters.push(format!("source_agent = {}", sql_quote(a)));
+        }
+        if let Some(p) = project_prefix {
+            filters.push(format!("starts_with(project, {})", sql_quote(p)));
+        }
+        if let Some(t) = since_micros {
+            filters.push(format!(
+                "created_at >= arrow_cast({t}, 'Timestamp(Microsecond, Some(\"UTC\"))')"
+            ));
+        }
+        let filter = filters.join(" AND ");
+        let batches = self
+            .substrate
+            .scan(&schema::SESSIONS, |s| {
+                if !filter.is_empty() {
+                    s.filter(&filter)?;
+                }
+                Ok(())
+            })
+            .await?;
+        let counts = self.message_counts().await?;
+        let mut out = Vec::new();
+        for b in &batches {
+            for s in rows::sessions_from(b).map_err(|detail| StoreError::Invalid {
+                table: "sessions",
+                detail,
+            })? {
+                out.push(SessionSummary {
+                    messages: counts.get(s.id.as_str()).copied().unwrap_or(0),
+                    id: s.id.to_string(),
+                    source_agent: s.source_agent.clone(),
+                    project: s.project.as_str().to_owned(),
+                    created_at: s.created_at.to_string(),
+                    parent_session_id: s.parent_session_id.as_ref().map(ToString::to_string),
+                });
+            }
+        }
+        out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(out)
+    }
+
+    async fn message_counts(&self) -> Result<BTreeMap<String, u64>, StoreError> {
+        let batches = self
+            .substrate
+            .scan(&schema::MESSAGES, |s| {
+                s.project(&["session_id"])?;
+                Ok(())
+            })
+            .await?;
+        let mut counts = BTreeMap::new();
+        for b in &batches {
+            if let Some(col) = b.column_by_name("session_id") {
+                for i in 0..b.num_rows() {
+                    if let Some(id) = rows::string_at(col.as_ref(), i) {
+                        *counts.entry(id).or_insert(0) += 1;
+                    }
+                }
+            }
+        }
+        Ok(counts)
+    }
+
+    /// The stored sessions whose id is `id` or that name it as their parent.
+    pub async fn session_and_children(&self, id: &str) -> Result<Vec<Session>, StoreError> {
+        let q = sql_quote(id);
+        let batches = self
+            .substrate
+            .scan(&schema::SESSIONS, |s| {
+                s.filter(&format!("id = {q} OR parent_session_id = {q}"))?;
+                Ok(())
+            })
+            .await?;
+        let mut out = Vec::new();
+        for b in &batches {
+            out.extend(
+                rows::sessions_from(b).map_err(|detail| StoreError::Invalid {
+                    table: "sessions",
+                    detail,
+                })?,
+            );
+        }
+        Ok(out)
+    }
+
+    /// Whether any stored session names `id` as its parent (for the depth-one check).
+    pub async fn has_children(&self, id: &str) -> Result<bool, StoreError> {
+        let q = sql_quote(id);
+        let batches = self
+            .substrate
+            .scan(&schema::SESSIONS, |s| {
+                s.filter(&format!("parent_session_id = {q}"))?;
+                s.project(&["id"])?;
+                s.limit(Some(1), None)?;
+                Ok(())
+            })
+            .await?;
+        Ok(batches.iter().any(|b| b.num_rows() > 0))
+    }
+
+    /// One stored session with its messages in log order and their parts in ordinal order.
+    pub async fn load(&self, session: Session) -> Result<SessionLog, StoreError> {
+        let messages = self.load_messages(session.id.as_str()).await?;
+        Ok(SessionLog::new(
+            session,
+            messages.into_iter().map(|(_, m)| m).collect(),
+        ))
+    }
+
+    /// A session's messages with their `seq` (the position in the source unit's event stream,
+    /// shared by every session read from that unit), in that order.
+    pub async fn load_messages(&self, session_id: &str) -> Result<Vec<(i64, Message)>, StoreError> {
+        let session_id = session_id.to_owned();
+        let q = sql_quote(&session_id);
+        let invalid =
+            |table: &'static str| move |detail: String| StoreError::Invalid { table, detail };
+        let mut messages = Vec::new();
+        for b in &self
+            .substrate
+            .scan(&schema::MESSAGES, |s| {
+                s.filter(&format!("session_id = {q}"))?;
+                Ok(())
+            })
+            .await?
+        {
+            messages.extend(rows::message_rows(b).map_err(invalid("messages"))?);
+        }
+        let mut parts: BTreeMap<String, Vec<rows::PartRow>> = BTreeMap::new();
+        for b in &self
+            .substrate
+            .scan(&schema::PARTS, |s| {
+                s.filter(&format!("session_id = {q}"))?;
+                s.blob_handling(lance::datatypes::BlobHandling::AllBinary);
+                Ok(())
+            })
+            .await?
+        {
+            for p in rows::part_rows(b).map_err(invalid("parts"))? {
+                parts.entry(p.message_id.clone()).or_default().push(p);
+            }
+        }
+        messages.sort_by_key(|m| (m.seq, m.timestamp_micros));
+        let mut out = Vec::with_capacity(messages.len());
+        for mut m in messages {
+            let seq = m.seq;
+            if let Some(mut ps) = parts.remove(&m.id) {
+                ps.sort_by_key(|p| p.ordinal);
+                if m.json.get("role").and_then(Value::as_str) != Some("system") {
+                    m.json.insert(
+                        "content".into(),
+                        Value::Array(ps.into_iter().map(|p| Value::Object(p.json)).collect()),
+                    );
+                }
+            }
+            let message: Message =
+                serde_json::from_value(Value::Object(m.json)).map_err(|e| StoreError::Invalid {
+                    table: "messages",
+                    detail: format!("stored message {}/{}: {e}", m.session_id, m.id),
+                })?;
+            out.push((seq, message));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,382 @@
+//! Canonical values to Arrow rows and back. The only place that knows how a Session, Message or
+//! Part is laid out in the session datasets (spec 5.1).
+
+use super::schema::{MESSAGES, PARTS, SESSIONS};
+use super::search_text::search_text_for;
+use arrow_array::builder::{
+    Int32Builder, Int64Builder, LargeBinaryBuilder, StringBuilder, TimestampMicrosecondBuilder,
+};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type, TimestampMicrosecondType};
+use arrow_array::{Array, ArrayRef, RecordBatch, new_null_array};
+use pond_canonical::{FileData, Message, Part, Session};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// Columns of `sessions`, `messages` and `parts` being filled for one write batch.
+#[derive(Default)]
+pub struct RowBuffer {
+    sessions: usize,
+    s_id: StringBuilder,
+    s_parent: StringBuilder,
+    s_parent_msg: StringBuilder,
+    s_agent: StringBuilder,
+    s_created: TimestampMicrosecondBuilder,
+    s_created_text: StringBuilder,
+    s_project: StringBuilder,
+    s_options: StringBuilder,
+    s_ingested: TimestampMicrosecondBuilder,
+
+    messages: usize,
+    m_session: StringBuilder,
+    m_id: StringBuilder,
+    m_seq: Int64Builder,
+    m_ts: TimestampMicrosecondBuilder,
+    m_ts_text: StringBuilder,
+    m_role: StringBuilder,
+    m_agent: StringBuilder,
+    m_project: StringBuilder,
+    m_content: StringBuilder,
+    m_search: StringBuilder,
+    m_options: StringBuilder,
+
+    parts: usize,
+    p_session: StringBuilder,
+    p_message: StringBuilder,
+    p_id: StringBuilder,
+    p_ordinal: Int32Builder,
+    p_type: StringBuilder,
+    p_provenance: StringBuilder,
+    p_variant: StringBuilder,
+    p_data: LargeBinaryBuilder,
+    p_options: StringBuilder,
+}
+
+fn json_text(map: &Map<String, Value>) -> String {
+    serde_json::to_string(map).expect("a JSON map serializes")
+}
+
+impl RowBuffer {
+    /// Rows buffered: (sessions, messages, parts).
+    pub fn len(&self) -> (usize, usize, usize) {
+        (self.sessions, self.messages, self.parts)
+    }
+
+    /// Whether nothing is buffered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == (0, 0, 0)
+    }
+
+    /// Adds a session row. `ingested_at` is pond's own clock (a separate column, spec 4.3).
+    pub fn push_session(&mut self, s: &Session, ingested_at: i64) {
+        self.sessions += 1;
+        self.s_id.append_value(s.id.as_str());
+        self.s_parent
+            .append_option(s.parent_session_id.as_ref().map(|p| p.as_str()));
+        self.s_parent_msg
+            .append_option(s.parent_message_id.as_ref().map(|p| p.as_str()));
+        self.s_agent.append_value(&s.source_agent);
+        self.s_created.append_value(s.created_at.unix_micros());
+        self.s_created_text.append_value(s.created_at.as_str());
+        self.s_project.append_value(s.project.as_str());
+        self.s_options.append_value(json_text(&s.options));
+        self.s_ingested.append_value(ingested_at);
+    }
+
+    /// Adds a message row and its part rows. `session` supplies the denormalized filter columns
+    /// (spec 5.3); `seq` is the message's position in its session's log.
+    pub fn push_message(&mut self, session: &Session, seq: i64, m: &Message) {
+        self.messages += 1;
+        self.m_session.append_value(m.session_id().as_str());
+        self.m_id.append_value(m.id().as_str());
+        self.m_seq.append_value(seq);
+        self.m_ts.append_value(m.timestamp().unix_micros());
+        self.m_ts_text.append_value(m.timestamp().as_str());
+        self.m_role.append_value(m.role());
+        self.m_agent.append_value(&session.source_agent);
+        self.m_project.append_value(session.project.as_str());
+        match m {
+            Message::System(s) => self.m_content.append_value(s.content.as_str()),
+            _ => self.m_content.append_null(),
+        }
+        self.m_search.append_option(search_text_for(m));
+        self.m_options.append_value(json_text(m.options()));
+        for (ordinal, part) in m.parts().into_iter().enumerate() {
+            self.push_part(ordinal as i32, part);
+        }
+    }
+
+    fn push_part(&mut self, ordinal: i32, part: Part) {
+        self.parts += 1;
+        let (sid, mid) = part.owner();
+        self.p_session.append_value(sid.as_str());
+        self.p_message.append_value(mid.as_str());
+        self.p_id.append_value(part.id().as_str());
+        self.p_ordinal.append_value(ordinal);
+        self.p_type.append_value(part.kind());
+        self.p_provenance.append_value(match part.provenance() {
+            pond_canonical::Provenance::Conversational => "conversational",
+            pond_canonical::Provenance::Injected => "injected",
+        });
+        let mut value = match serde_json::to_value(&part) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        };
+        let options = match value.remove("options") {
+            Some(Value::Object(o)) => o,
+            _ => Map::new(),
+        };
+        for key in ["type", "id", "session_id", "message_id", "provenance"] {
+            value.remove(key);
+        }
+        // A FilePart's payload goes to the blob column; its kind stays in variant_data.
+        match &part {
+            Part::File(f) => {
+                let (kind, payload) = match &f.data {
+                    FileData::Base64(b) => ("base64", b.as_bytes()),
+                    FileData::Url(u) => ("url", u.as_bytes()),
+                };
+                value.remove("data");
+                value.insert("data_kind".into(), Value::from(kind));
+                self.p_data.append_value(payload);
+            }
+            _ => self.p_data.append_null(),
+        }
+        self.p_variant.append_value(json_text(&value));
+        self.p_options.append_value(json_text(&options));
+    }
+
+    /// The buffered rows as one batch per table (empty tables give `None`), leaving the buffer empty.
+    pub fn take_batches(&mut self) -> [Option<RecordBatch>; 3] {
+        let mut b = std::mem::take(self);
+        let utc = |t: &mut TimestampMicrosecondBuilder| -> ArrayRef {
+            Arc::new(t.finish().with_timezone("UTC"))
+        };
+        let sessions = (b.sessions > 0).then(|| {
+            let cols: Vec<ArrayRef> = vec![
+                Arc::new(b.s_id.finish()),
+                Arc::new(b.s_parent.finish()),
+                Arc::new(b.s_parent_msg.finish()),
+                Arc::new(b.s_agent.finish()),
+                utc(&mut b.s_created),
+                Arc::new(b.s_created_text.finish()),
+                Arc::new(b.s_project.finish()),
+                Arc::new(b.s_options.finish()),
+                utc(&mut b.s_ingested),
+            ];
+            RecordBatch::try_new(SESSIONS.schema.clone(), cols)
+                .expect("sessions columns match their schema")
+        });
+        let messages = (b.messages > 0).then(|| {
+            let vector_type = MESSAGES
+                .schema
+                .field_with_name("vector")
+                .expect("vector column")
+                .data_type()
+                .clone();
+            let cols: Vec<ArrayRef> = vec![
+                Arc::new(b.m_session.finish()),
+                Arc::new(b.m_id.finish()),
+                Arc::new(b.m_seq.finish()),
+                utc(&mut b.m_ts),
+                Arc::new(b.m_ts_text.finish()),
+                Arc::new(b.m_role.finish()),
+                Arc::new(b.m_agent.finish()),
+                Arc::new(b.m_project.finish()),
+                Arc::new(b.m_content.finish()),
+                Arc::new(b.m_search.finish()),
+                new_null_array(&vector_type, b.messages),
+                new_null_array(&arrow_schema::DataType::Utf8, b.messages),
+                Arc::new(b.m_options.finish()),
+            ];
+            RecordBatch::try_new(MESSAGES.schema.clone(), cols)
+                .expect("messages columns match their schema")
+        });
+        let parts = (b.parts > 0).then(|| {
+            let cols: Vec<ArrayRef> = vec![
+                Arc::new(b.p_session.finish()),
+                Arc::new(b.p_message.finish()),
+                Arc::new(b.p_id.finish()),
+                Arc::new(b.p_ordinal.finish()),
+                Arc::new(b.p_type.finish()),
+                Arc::new(b.p_provenance.finish()),
+                Arc::new(b.p_variant.finish()),
+                Arc::new(b.p_data.finish()),
+                Arc::new(b.p_options.finish()),
+            ];
+            RecordBatch::try_new(PARTS.schema.clone(), cols)
+                .expect("parts columns match their schema")
+        });
+        [sessions, messages, parts]
+    }
+}
+
+/// Reads a UTF-8 column value, `None` for null. Lance may hand a JSON column back as Utf8 or
+/// LargeUtf8; both read here.
+pub fn string_at(col: &dyn Array, i: usize) -> Option<String> {
+    if col.is_null(i) {
+        return None;
+    }
+    if let Some(a) = col.as_string_opt::<i32>() {
+        return Some(a.value(i).to_owned());
+    }
+    if let Some(a) = col.as_string_opt::<i64>() {
+        return Some(a.value(i).to_owned());
+    }
+    if let Some(a) = col.as_binary_opt::<i64>() {
+        return Some(String::from_utf8_lossy(a.value(i)).into_owned());
+    }
+    None
+}
+
+fn object_at(col: &dyn Array, i: usize) -> Map<String, Value> {
+    match string_at(col, i).and_then(|t| serde_json::from_str(&t).ok()) {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+fn column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef, String> {
+    batch
+        .column_by_name(name)
+        .ok_or_else(|| format!("column {name} missing from a stored batch"))
+}
+
+/// Stored session rows back to canonical sessions.
+pub fn sessions_from(batch: &RecordBatch) -> Result<Vec<Session>, String> {
+    let mut out = Vec::with_capacity(batch.num_rows());
+    for i in 0..batch.num_rows() {
+        let mut obj = Map::new();
+        for (key, col) in [
+            ("id", "id"),
+            ("parent_session_id", "parent_session_id"),
+            ("parent_message_id", "parent_message_id"),
+            ("source_agent", "source_agent"),
+            ("created_at", "created_at_text"),
+            ("project", "project"),
+        ] {
+            if let Some(v) = string_at(column(batch, col)?.as_ref(), i) {
+                obj.insert(key.into(), Value::String(v));
+            }
+        }
+        obj.insert(
+            "options".into(),
+            Value::Object(object_at(column(batch, "options")?.as_ref(), i)),
+        );
+        out.push(
+            serde_json::from_value(Value::Object(obj))
+                .map_err(|e| format!("stored session row {i}: {e}"))?,
+        );
+    }
+    Ok(out)
+}
+
+/// One stored message row without its parts: (session id, seq, JSON head).
+pub struct MessageRow {
+    pub session_id: String,
+    pub id: String,
+    pub seq: i64,
+    pub timestamp_micros: i64,
+    /// The message as canonical JSON with an empty `content` (filled from its parts).
+    pub json: Map<String, Value>,
+}
+
+/// Stored message rows.
+pub fn message_rows(batch: &RecordBatch) -> Result<Vec<MessageRow>, String> {
+    let seq = column(batch, "seq")?
+        .as_primitive_opt::<Int64Type>()
+        .ok_or("seq is not Int64")?
+        .clone();
+    let ts = column(batch, "timestamp")?
+        .as_primitive_opt::<TimestampMicrosecondType>()
+        .ok_or("timestamp is not micros")?
+        .clone();
+    let mut out = Vec::with_capacity(batch.num_rows());
+    for i in 0..batch.num_rows() {
+        let get = |c: &str| column(batch, c).map(|a| string_at(a.as_ref(), i));
+        let role = get("role")?.unwrap_or_default();
+        let mut obj = Map::new();
+        obj.insert("role".into(), Value::String(role.clone()));
+        obj.insert("id".into(), Value::String(get("id")?.unwrap_or_default()));
+        obj.insert(
+            "session_id".into(),
+            Value::String(get("session_id")?.unwrap_or_default()),
+        );
+        obj.insert(
+            "timestamp".into(),
+            Value::String(get("timestamp_text")?.unwrap_or_default()),
+        );
+        obj.insert(
+            "content".into(),
+            if role == "system" {
+                Value::String(get("content")?.unwrap_or_default())
+            } else {
+                Value::Array(Vec::new())
+            },
+        );
+        obj.insert(
+            "options".into(),
+            Value::Object(object_at(column(batch, "options")?.as_ref(), i)),
+        );
+        out.push(MessageRow {
+            session_id: get("session_id")?.unwrap_or_default(),
+            id: get("id")?.unwrap_or_default(),
+            seq: seq.value(i),
+            timestamp_micros: ts.value(i),
+            json: obj,
+        });
+    }
+    Ok(out)
+}
+
+/// One stored part row: (session id, message id, ordinal, canonical JSON of the part).
+pub struct PartRow {
+    pub session_id: String,
+    pub message_id: String,
+    pub ordinal: i32,
+    pub json: Map<String, Value>,
+}
+
+/// Stored part rows; a file part's payload is read from the blob column when the batch holds it.
+pub fn part_rows(batch: &RecordBatch) -> Result<Vec<PartRow>, String> {
+    let ordinal = column(batch, "ordinal")?
+        .as_primitive_opt::<Int32Type>()
+        .ok_or("ordinal is not Int32")?
+        .clone();
+    let data = batch.column_by_name("data").cloned();
+    let mut out = Vec::with_capacity(batch.num_rows());
+    for i in 0..batch.num_rows() {
+        let get = |c: &str| column(batch, c).map(|a| string_at(a.as_ref(), i));
+        let mut obj = object_at(column(batch, "variant_data")?.as_ref(), i);
+        let kind = get("type")?.unwrap_or_default();
+        obj.insert("type".into(), Value::String(kind.clone()));
+        for key in ["id", "session_id", "message_id", "provenance"] {
+            obj.insert(key.into(), Value::String(get(key)?.unwrap_or_default()));
+        }
+        obj.insert(
+            "options".into(),
+            Value::Object(object_at(column(batch, "options")?.as_ref(), i)),
+        );
+        if kind == "file" {
+            let data_kind = obj
+                .remove("data_kind")
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let payload = data
+                .as_ref()
+                .and_then(|d| string_at(d.as_ref(), i))
+                .unwrap_or_default();
+            obj.insert(
+                "data".into(),
+                serde_json::json!({"kind": data_kind, "value": payload}),
+            );
+        }
+        out.push(PartRow {
+            session_id: get("session_id")?.unwrap_or_default(),
+            message_id: get("message_id")?.unwrap_or_default(),
+            ordinal: ordinal.value(i),
+            json: obj,
+        });
+    }
+    Ok(out)
+}

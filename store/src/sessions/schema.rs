@@ -1,0 +1,113 @@
+//! The three session datasets (spec 5.1): `sessions`, `messages`, `parts`, each a direct
+//! serialization of its canonical type. See docs/decisions.md ("Session datasets") for the two
+//! columns pond adds (`seq`, `ingested_at`) and why.
+
+use crate::substrate::{PK_KEY, PK_POSITION_KEY, TableSpec};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
+
+/// The schema version of the session datasets (lance-dataset-schema-version).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The dimension of the `vector` column. Fixed at creation (the column exists from the start,
+/// spec 8 "Index lifecycle"); 384 is the dimension of the small local models pond can load.
+pub const VECTOR_DIM: i32 = 384;
+
+fn pk(name: &str, position: u32) -> Field {
+    Field::new(name, DataType::Utf8, false).with_metadata(HashMap::from([
+        (PK_KEY.to_owned(), "true".to_owned()),
+        (PK_POSITION_KEY.to_owned(), position.to_string()),
+    ]))
+}
+
+fn json(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::Utf8, nullable).with_metadata(HashMap::from([(
+        "ARROW:extension:name".to_owned(),
+        "arrow.json".to_owned(),
+    )]))
+}
+
+fn micros(name: &str) -> Field {
+    Field::new(
+        name,
+        DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        false,
+    )
+}
+
+fn text(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::Utf8, nullable)
+}
+
+/// `sessions`: one row per Session.
+pub static SESSIONS: LazyLock<TableSpec> = LazyLock::new(|| TableSpec {
+    name: "sessions",
+    schema: Arc::new(Schema::new(vec![
+        pk("id", 1),
+        text("parent_session_id", true),
+        text("parent_message_id", true),
+        text("source_agent", false),
+        micros("created_at"),
+        // The source's RFC 3339 text, kept verbatim (the column above is its instant).
+        text("created_at_text", false),
+        text("project", false),
+        json("options", false),
+        micros("ingested_at"),
+    ])),
+    schema_version: SCHEMA_VERSION,
+});
+
+/// `messages`: one row per Message; `session_id` leads the key (lance-table-creation-session-scoped-pk).
+pub static MESSAGES: LazyLock<TableSpec> = LazyLock::new(|| TableSpec {
+    name: "messages",
+    schema: Arc::new(Schema::new(vec![
+        pk("session_id", 1),
+        pk("id", 2),
+        // The message's position in its session's log as the source recorded it.
+        Field::new("seq", DataType::Int64, false),
+        micros("timestamp"),
+        text("timestamp_text", false),
+        text("role", false),
+        text("source_agent", false),
+        text("project", false),
+        text("content", true),
+        text("search_text", true),
+        Field::new(
+            "vector",
+            DataType::FixedSizeList(
+                Arc::new(Field::new("item", DataType::Float16, true)),
+                VECTOR_DIM,
+            ),
+            true,
+        ),
+        text("embedding_model", true),
+        json("options", false),
+    ])),
+    schema_version: SCHEMA_VERSION,
+});
+
+/// `parts`: one row per Part; keyed (session_id, message_id, id).
+pub static PARTS: LazyLock<TableSpec> = LazyLock::new(|| TableSpec {
+    name: "parts",
+    schema: Arc::new(Schema::new(vec![
+        pk("session_id", 1),
+        pk("message_id", 2),
+        pk("id", 3),
+        Field::new("ordinal", DataType::Int32, false),
+        text("type", false),
+        text("provenance", false),
+        json("variant_data", false),
+        Field::new("data", DataType::LargeBinary, true).with_metadata(HashMap::from([(
+            "lance-encoding:blob".to_owned(),
+            "true".to_owned(),
+        )])),
+        json("options", false),
+    ])),
+    schema_version: SCHEMA_VERSION,
+});
+
+/// Every session dataset.
+pub fn all() -> [&'static TableSpec; 3] {
+    [&SESSIONS, &MESSAGES, &PARTS]
+}

@@ -1,0 +1,415 @@
+//! The storage substrate (spec section 3): how pond uses Lance, knowing nothing of sessions.
+//!
+//! A consumer declares its tables ([`TableSpec`]) and stores and queries rows through the four
+//! chokepoints of lance-chokepoints, each one code path in this module:
+//! - catalog: [`Substrate::location`] is the only place a table's URI is made;
+//! - read: [`Substrate::scan`] is the only place scans are built (filters pushed down);
+//! - write: [`Substrate::merge_insert`] is the only write, and it never folds indexes;
+//! - storage: every byte goes through Lance's object-store layer (URIs, never local paths).
+//!
+//! Around every Lance call: bounded retry with backoff and jitter (lance-retry-jitter); before
+//! every read, a handle freshness check keyed to the backend (lance-handle-freshness). All tables
+//! share one Lance session (cache and object-store registry).
+
+mod retry;
+
+pub use retry::RetryPolicy;
+
+use arrow_array::{RecordBatch, RecordBatchIterator};
+use arrow_schema::{ArrowError, SchemaRef};
+use lance::dataset::builder::DatasetBuilder;
+use lance::dataset::scanner::Scanner;
+use lance::dataset::write::merge_insert::SourceDedupeBehavior;
+use lance::dataset::{
+    Dataset, MergeInsertBuilder, WhenMatched, WhenNotMatched, WriteMode, WriteParams,
+};
+use lance::session::Session;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
+
+/// The dataset-level metadata key holding a table's schema version (lance-dataset-schema-version).
+pub const SCHEMA_VERSION_KEY: &str = "pond.schema_version";
+
+/// The Arrow field metadata that marks a primary-key column (lance-table-creation-unenforced-pk).
+pub const PK_KEY: &str = "lance-schema:unenforced-primary-key";
+/// Its position within a composite key, "1", "2", ...
+pub const PK_POSITION_KEY: &str = "lance-schema:unenforced-primary-key:position";
+
+/// A table a consumer declares: its name, its Arrow schema (primary-key columns marked with
+/// [`PK_KEY`]/[`PK_POSITION_KEY`]), and the version of that schema.
+#[derive(Debug, Clone)]
+pub struct TableSpec {
+    /// The table's name in the catalog.
+    pub name: &'static str,
+    /// Its columns.
+    pub schema: SchemaRef,
+    /// The schema version this code writes (lance-dataset-schema-version).
+    pub schema_version: u32,
+}
+
+/// Faults the substrate reports.
+#[derive(Debug)]
+pub enum StoreError {
+    /// A write lost every optimistic-concurrency race it was retried through (spec 3.6).
+    Conflict {
+        table: &'static str,
+        attempts: u32,
+        detail: String,
+    },
+    /// Lance or the object store failed, and retry did not help.
+    Unavailable {
+        table: String,
+        attempts: u32,
+        detail: String,
+    },
+    /// The table was written by a pond whose schema this one does not know.
+    SchemaVersion {
+        table: &'static str,
+        found: String,
+        expected: u32,
+    },
+    /// A batch did not fit the table (a bug in the consumer, not a storage fault).
+    Invalid { table: &'static str, detail: String },
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Conflict {
+                table,
+                attempts,
+                detail,
+            } => {
+                write!(
+                    f,
+                    "write to {table} lost to concurrent writers after {attempts} attempts: {detail}"
+                )
+            }
+            Self::Unavailable {
+                table,
+                attempts,
+                detail,
+            } => {
+                write!(
+                    f,
+                    "storage unavailable for {table} after {attempts} attempts: {detail}"
+                )
+            }
+            Self::SchemaVersion {
+                table,
+                found,
+                expected,
+            } => write!(
+                f,
+                "{table} has schema version {found}; this pond writes version {expected} (no migrations before 1.0: export with the pond that wrote it)"
+            ),
+            Self::Invalid { table, detail } => write!(f, "{table}: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// What one merge-insert did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MergeOutcome {
+    /// Rows inserted.
+    pub inserted: u64,
+    /// Rows already present under their primary key (left alone: adapter-integrity-additive-sync).
+    pub present: u64,
+    /// Attempts it took (1 when no concurrent writer interfered).
+    pub attempts: u32,
+}
+
+/// Where the tables live: a local directory or an object store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// `file://` or a plain path.
+    Local,
+    /// `s3://`, `gs://`, `az://`, ...
+    ObjectStore,
+}
+
+impl Backend {
+    /// How long a cached handle may serve reads before it is checked again (lance-handle-freshness):
+    /// zero locally, where a manifest re-read costs microseconds; a few seconds on object stores.
+    pub fn staleness_window(self) -> Duration {
+        match self {
+            Self::Local => Duration::ZERO,
+            Self::ObjectStore => Duration::from_secs(5),
+        }
+    }
+}
+
+struct Handle {
+    dataset: Arc<Dataset>,
+    checked: Instant,
+}
+
+/// The storage substrate over one root (one namespace).
+pub struct Substrate {
+    root: String,
+    backend: Backend,
+    session: Arc<Session>,
+    handles: Mutex<HashMap<&'static str, Handle>>,
+    retry: RetryPolicy,
+}
+
+impl Substrate {
+    /// The substrate rooted at `uri` (a local path, `file://...`, or an object-store URI).
+    pub fn new(uri: &str, retry: RetryPolicy) -> Self {
+        let backend = if uri.contains("://") && !uri.starts_with("file://") {
+            Backend::ObjectStore
+        } else {
+            Backend::Local
+        };
+        Self {
+            root: uri.trim_end_matches('/').to_owned(),
+            backend,
+            session: Arc::new(Session::default()),
+            handles: Mutex::new(HashMap::new()),
+            retry,
+        }
+    }
+
+    /// The root URI.
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+
+    /// The backend kind.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// lance-chokepoints-catalog: the one place a table's location is resolved.
+    pub fn location(&self, table: &str) -> String {
+        format!("{}/{table}.lance", self.root)
+    }
+
+    /// The latest dataset of `spec`, or `None` when the table was never written.
+    /// lance-handle-freshness: a cached handle is re-checked once older than the backend's window.
+    pub async fn dataset(&self, spec: &TableSpec) -> Result<Option<Arc<Dataset>>, StoreError> {
+        let mut handles = self.handles.lock().await;
+        if let Some(h) = handles.get_mut(spec.name) {
+            if h.checked.elapsed() >= self.backend.staleness_window() {
+                let latest = self
+                    .retry
+                    .run(spec.name, || h.dataset.latest_version_id())
+                    .await?;
+                if latest != h.dataset.version().version {
+                    let current = h.dataset.clone();
+                    let ds = self
+                        .retry
+                        .run(spec.name, || {
+                            let mut ds = (*current).clone();
+                            async move { ds.checkout_latest().await.map(|()| ds) }
+                        })
+                        .await?;
+                    h.dataset = Arc::new(ds);
+                }
+                h.checked = Instant::now();
+            }
+            return Ok(Some(h.dataset.clone()));
+        }
+        let uri = self.location(spec.name);
+        let opened = self
+            .retry
+            .run_opt(spec.name, || {
+                DatasetBuilder::from_uri(&uri)
+                    .with_session(self.session.clone())
+                    .load()
+            })
+            .await?;
+        let Some(ds) = opened else { return Ok(None) };
+        check_schema_version(spec, &ds)?;
+        let ds = Arc::new(ds);
+        handles.insert(
+            spec.name,
+            Handle {
+                dataset: ds.clone(),
+                checked: Instant::now(),
+            },
+        );
+        Ok(Some(ds))
+    }
+
+    /// lance-chokepoints-read: runs a scan of `spec` configured by `configure` (projection,
+    /// filters with prefilter, limits) and returns its batches. A table never written reads empty.
+    pub async fn scan(
+        &self,
+        spec: &TableSpec,
+        configure: impl Fn(&mut Scanner) -> lance::Result<()>,
+    ) -> Result<Vec<RecordBatch>, StoreError> {
+        use futures::TryStreamExt;
+        let Some(ds) = self.dataset(spec).await? else {
+            return Ok(Vec::new());
+        };
+        self.retry
+            .run(spec.name, || async {
+                let mut scanner = ds.scan();
+                configure(&mut scanner)?;
+                scanner
+                    .try_into_stream()
+                    .await?
+                    .try_collect::<Vec<_>>()
+                    .await
+            })
+            .await
+    }
+
+    /// lance-chokepoints-write: merge-inserts `batches` into `spec` on its primary key; rows whose
+    /// key is present are left alone (adapter-integrity-additive-sync, lance-append-only), and
+    /// duplicate keys within the batches keep their first row (adapter-integrity-dedup, the floor).
+    /// The table is created on first write, per lance-table-creation. Indexes are never folded here
+    /// (lance-index-maintenance).
+    pub async fn merge_insert(
+        &self,
+        spec: &TableSpec,
+        batches: Vec<RecordBatch>,
+    ) -> Result<MergeOutcome, StoreError> {
+        let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
+        if rows == 0 {
+            return Ok(MergeOutcome::default());
+        }
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let ds = match self.dataset(spec).await? {
+                Some(ds) => ds,
+                None => match self.create(spec).await {
+                    Ok(ds) => ds,
+                    // Another writer created it first: use theirs.
+                    Err(_) if attempts < self.retry.attempts => continue,
+                    Err(e) => return Err(e),
+                },
+            };
+            let job = MergeInsertBuilder::try_new(ds.clone(), Vec::new())
+                .and_then(|mut b| {
+                    b.when_matched(WhenMatched::DoNothing)
+                        .when_not_matched(WhenNotMatched::InsertAll)
+                        .source_dedupe_behavior(SourceDedupeBehavior::FirstSeen)
+                        // The indexed merge path records no inserted-key filter, so concurrent
+                        // inserts of one new key could both commit (lance-14-notes, surprise 3).
+                        .use_index(false)
+                        .skip_auto_cleanup(true);
+                    b.try_build()
+                })
+                .map_err(|e| StoreError::Invalid {
+                    table: spec.name,
+                    detail: e.to_string(),
+                })?;
+            match job.execute_batches(batches.clone()).await {
+                Ok((new_ds, stats)) => {
+                    let mut handles = self.handles.lock().await;
+                    handles.insert(
+                        spec.name,
+                        Handle {
+                            dataset: new_ds,
+                            checked: Instant::now(),
+                        },
+                    );
+                    return Ok(MergeOutcome {
+                        inserted: stats.num_inserted_rows,
+                        present: rows - stats.num_inserted_rows,
+                        attempts: attempts.max(stats.num_attempts),
+                    });
+                }
+                Err(e) if retry::is_transient(&e) && attempts < self.retry.attempts => {
+                    self.retry.pause(attempts).await;
+                    self.forget(spec.name).await;
+                }
+                Err(e) if retry::is_conflict(&e) => {
+                    return Err(StoreError::Conflict {
+                        table: spec.name,
+                        attempts,
+                        detail: e.to_string(),
+                    });
+                }
+                Err(e) if retry::is_transient(&e) => {
+                    return Err(StoreError::Unavailable {
+                        table: spec.name.to_owned(),
+                        attempts,
+                        detail: e.to_string(),
+                    });
+                }
+                Err(e) => {
+                    return Err(StoreError::Invalid {
+                        table: spec.name,
+                        detail: e.to_string(),
+                    });
+                }
+            }
+        }
+    }
+
+    async fn forget(&self, table: &'static str) {
+        self.handles.lock().await.remove(table);
+    }
+
+    /// lance-table-creation: stable row ids, the primary key marked in the schema, the current
+    /// stable file format, and the schema version in the dataset's metadata. Created empty: rows
+    /// arrive only through [`merge_insert`](Self::merge_insert).
+    async fn create(&self, spec: &TableSpec) -> Result<Arc<Dataset>, StoreError> {
+        let uri = self.location(spec.name);
+        let mut schema = (*spec.schema).clone();
+        schema.metadata.insert(
+            SCHEMA_VERSION_KEY.to_owned(),
+            spec.schema_version.to_string(),
+        );
+        let schema: SchemaRef = Arc::new(schema);
+        let ds = self
+            .retry
+            .run(spec.name, || {
+                let mut params = WriteParams::default();
+                params.mode = WriteMode::Create;
+                params.enable_stable_row_ids = true;
+                params.data_storage_version = "stable".parse().ok();
+                params.session = Some(self.session.clone());
+                let empty = RecordBatchIterator::new(
+                    Vec::<Result<RecordBatch, ArrowError>>::new(),
+                    schema.clone(),
+                );
+                Dataset::write(empty, uri.as_str(), Some(params))
+            })
+            .await?;
+        let ds = Arc::new(ds);
+        self.handles.lock().await.insert(
+            spec.name,
+            Handle {
+                dataset: ds.clone(),
+                checked: Instant::now(),
+            },
+        );
+        Ok(ds)
+    }
+
+    /// Row count and version of `spec` (zero and `None` for a table never written).
+    pub async fn stats(&self, spec: &TableSpec) -> Result<(u64, Option<u64>), StoreError> {
+        let Some(ds) = self.dataset(spec).await? else {
+            return Ok((0, None));
+        };
+        let rows = self.retry.run(spec.name, || ds.count_rows(None)).await?;
+        Ok((rows as u64, Some(ds.version().version)))
+    }
+}
+
+fn check_schema_version(spec: &TableSpec, ds: &Dataset) -> Result<(), StoreError> {
+    let found = ds
+        .schema()
+        .metadata
+        .get(SCHEMA_VERSION_KEY)
+        .cloned()
+        .unwrap_or_else(|| "none".to_owned());
+    if found != spec.schema_version.to_string() {
+        return Err(StoreError::SchemaVersion {
+            table: spec.name,
+            found,
+            expected: spec.schema_version,
+        });
+    }
+    Ok(())
+}

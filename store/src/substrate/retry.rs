@@ -1,0 +1,126 @@
+//! lance-retry-jitter: every call into Lance runs under bounded retry with exponential backoff
+//! and jitter, so transient object-store faults and lost races become latency, not errors.
+
+use super::StoreError;
+use std::future::Future;
+use std::time::Duration;
+
+/// How many times, and how patiently, a Lance call is retried.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Attempts in all (the first try included).
+    pub attempts: u32,
+    /// The pause before the second attempt; it doubles each time, up to `max_pause`.
+    pub first_pause: Duration,
+    /// The longest pause.
+    pub max_pause: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            attempts: 8,
+            first_pause: Duration::from_millis(20),
+            max_pause: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Whether a Lance error may go away on retry: lost commit races and I/O faults.
+pub(crate) fn is_transient(e: &lance::Error) -> bool {
+    is_conflict(e) || matches!(e, lance::Error::IO { .. } | lance::Error::Timeout { .. })
+}
+
+/// Whether a Lance error is an optimistic-concurrency conflict.
+pub(crate) fn is_conflict(e: &lance::Error) -> bool {
+    matches!(
+        e,
+        lance::Error::CommitConflict { .. }
+            | lance::Error::RetryableCommitConflict { .. }
+            | lance::Error::TooMuchWriteContention { .. }
+            | lance::Error::IncompatibleTransaction { .. }
+    )
+}
+
+fn is_not_found(e: &lance::Error) -> bool {
+    matches!(
+        e,
+        lance::Error::DatasetNotFound { .. } | lance::Error::NotFound { .. }
+    )
+}
+
+impl RetryPolicy {
+    /// Sleeps before attempt `attempt + 1`: exponential backoff with full jitter.
+    pub(crate) async fn pause(&self, attempt: u32) {
+        let base = self
+            .first_pause
+            .saturating_mul(1u32 << attempt.min(16))
+            .min(self.max_pause);
+        let jitter = jitter_fraction();
+        tokio::time::sleep(base.mul_f64(0.5 + jitter / 2.0)).await;
+    }
+
+    /// Runs `call` until it succeeds, fails for good, or the attempts run out.
+    pub(crate) async fn run<T, F, Fut>(&self, table: &str, mut call: F) -> Result<T, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = lance::Result<T>>,
+    {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match call().await {
+                Ok(v) => return Ok(v),
+                Err(e) if is_transient(&e) && attempt < self.attempts => self.pause(attempt).await,
+                Err(e) => {
+                    return Err(StoreError::Unavailable {
+                        table: table.to_owned(),
+                        attempts: attempt,
+                        detail: e.to_string(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Like [`run`](Self::run), but a missing dataset is `None`, not an error.
+    pub(crate) async fn run_opt<T, F, Fut>(
+        &self,
+        table: &str,
+        mut call: F,
+    ) -> Result<Option<T>, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = lance::Result<T>>,
+    {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match call().await {
+                Ok(v) => return Ok(Some(v)),
+                Err(e) if is_not_found(&e) => return Ok(None),
+                Err(e) if is_transient(&e) && attempt < self.attempts => self.pause(attempt).await,
+                Err(e) => {
+                    return Err(StoreError::Unavailable {
+                        table: table.to_owned(),
+                        attempts: attempt,
+                        detail: e.to_string(),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// A number in [0, 1) that differs between calls and processes (no RNG dependency needed).
+fn jitter_fraction() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}

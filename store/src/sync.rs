@@ -1,0 +1,153 @@
+//! The import stage of `pond sync`: every configured source, read by its codec, written to the
+//! session datasets. Reading and writing overlap: a reader thread turns canonical events into
+//! row batches while the store writes the previous batch; at most two batches are in flight, so
+//! memory stays bounded whatever the corpus.
+
+use crate::sessions::rows::RowBuffer;
+use crate::sessions::{SessionStore, Written};
+use crate::substrate::StoreError;
+use pond_canonical::{Event, Session, SessionId};
+use pond_codecs::Codec;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// What importing one codec's sources did.
+#[derive(Debug, Default, Serialize)]
+pub struct ImportSummary {
+    pub codec: &'static str,
+    pub sources: u64,
+    pub sessions_read: u64,
+    pub messages_read: u64,
+    pub parts_read: u64,
+    pub written: Written,
+    /// Source faults, each naming codec, file and line.
+    pub errors: Vec<String>,
+}
+
+/// Rows per write batch: large enough that a commit's fixed cost is small against it.
+const FLUSH_MESSAGES: usize = 20_000;
+const FLUSH_PARTS: usize = 60_000;
+
+enum Chunk {
+    Rows(RowBuffer),
+    Progress { done: usize, total: usize },
+}
+
+/// Imports every source of one codec. `progress` hears (sources done, sources total).
+pub async fn import(
+    store: &SessionStore,
+    codec: &'static Codec,
+    paths: &[PathBuf],
+    progress: &mut (dyn FnMut(usize, usize) + Send),
+) -> Result<ImportSummary, StoreError> {
+    let mut summary = ImportSummary {
+        codec: codec.name,
+        ..Default::default()
+    };
+    let Some(reader) = codec.read else {
+        return Ok(summary);
+    };
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(1);
+    let paths = paths.to_vec();
+    let producer = std::thread::spawn(move || {
+        let mut tally = ImportSummary {
+            codec: codec.name,
+            ..Default::default()
+        };
+        let mut sources = Vec::new();
+        for path in &paths {
+            match reader.discover(path) {
+                Ok(found) => sources.extend(found),
+                Err(e) => tally.errors.push(e.to_string()),
+            }
+        }
+        let total = sources.len();
+        let ingested_at = now_micros();
+        let mut buffer = RowBuffer::default();
+        let mut sessions: HashMap<SessionId, Session> = HashMap::new();
+        for (i, source) in sources.iter().enumerate() {
+            if tx.send(Chunk::Progress { done: i, total }).is_err() {
+                break;
+            }
+            tally.sources += 1;
+            // `seq` counts the unit's messages across all its sessions, so a restore can put
+            // sessions that shared a file back in their original interleaving.
+            let mut seq = 0i64;
+            reader.read(source, &mut |item| match item {
+                Err(e) => tally.errors.push(e.to_string()),
+                Ok(Event::Session(s)) => {
+                    tally.sessions_read += 1;
+                    buffer.push_session(&s, ingested_at);
+                    sessions.insert(s.id.clone(), s);
+                }
+                Ok(Event::Message(m)) => {
+                    tally.messages_read += 1;
+                    tally.parts_read += m.part_count() as u64;
+                    match sessions.get_mut(m.session_id()) {
+                        Some(s) => {
+                            buffer.push_message(s, seq, &m);
+                            seq += 1;
+                        }
+                        None => tally.errors.push(format!(
+                            "{}: {}: message {} arrived before its session {} (adapter-integrity-event-ordering)",
+                            codec.name,
+                            source.path().display(),
+                            m.id(),
+                            m.session_id()
+                        )),
+                    }
+                    let (_, msgs, parts) = buffer.len();
+                    if msgs >= FLUSH_MESSAGES || parts >= FLUSH_PARTS {
+                        let full = std::mem::take(&mut buffer);
+                        let _ = tx.send(Chunk::Rows(full));
+                    }
+                }
+            });
+            // Sessions never span sources: forget finished ones so memory stays flat.
+            sessions.clear();
+        }
+        if !buffer.is_empty() {
+            let _ = tx.send(Chunk::Rows(buffer));
+        }
+        let _ = tx.send(Chunk::Progress { done: total, total });
+        tally
+    });
+    let mut failure = None;
+    loop {
+        let next = tokio::task::block_in_place(|| rx.recv());
+        match next {
+            Err(_) => break,
+            Ok(Chunk::Progress { done, total }) => progress(done, total),
+            Ok(Chunk::Rows(mut rows)) => {
+                if failure.is_some() {
+                    continue;
+                }
+                match store.write(&mut rows).await {
+                    Ok(w) => summary.written.merge(w),
+                    Err(e) => failure = Some(e),
+                }
+            }
+        }
+    }
+    let tally = producer.join().map_err(|_| StoreError::Invalid {
+        table: "sessions",
+        detail: format!("the {} reader panicked", codec.name),
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    summary.sources = tally.sources;
+    summary.sessions_read = tally.sessions_read;
+    summary.messages_read = tally.messages_read;
+    summary.parts_read = tally.parts_read;
+    summary.errors = tally.errors;
+    Ok(summary)
+}
+
+fn now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
