@@ -351,6 +351,14 @@ pub fn status(args: StatusArgs, json: bool) -> ExitCode {
         Err(e) => return fail("status", e),
     };
     let total: u64 = per_agent.values().sum();
+    let keys = match rt.block_on(store.key_check()) {
+        Ok(k) => k,
+        Err(e) => return fail("status", e),
+    };
+    let keys_json: Vec<_> = keys
+        .iter()
+        .map(|(t, rows, distinct)| serde_json::json!({"table": t, "rows": rows, "distinct_keys": distinct, "unique": rows == distinct}))
+        .collect();
     if json {
         println!(
             "{}",
@@ -359,6 +367,7 @@ pub fn status(args: StatusArgs, json: bool) -> ExitCode {
                 "tables": tables,
                 "messages_per_source_agent": per_agent,
                 "embedding": {"embedded": embedded, "messages": total},
+                "primary_keys": keys_json,
                 "indexes": [],
             }))
             .expect("JSON")
@@ -369,6 +378,14 @@ pub fn status(args: StatusArgs, json: bool) -> ExitCode {
             println!("  {agent:<12} {n:>10}");
         }
         println!("embedding coverage: {embedded} of {total} messages");
+        for (t, rows, distinct) in &keys {
+            let verdict = if rows == distinct {
+                "unique"
+            } else {
+                "DUPLICATES"
+            };
+            println!("primary keys of {t}: {distinct} distinct in {rows} rows ({verdict})");
+        }
         println!("indexes: none defined yet (reads scan the tables)");
     }
     ExitCode::SUCCESS

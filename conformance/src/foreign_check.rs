@@ -3,8 +3,9 @@
 //! the target's `validate`, read it back with the target's read face, and count what a
 //! conversation is made of on both sides.
 
-use pond_canonical::{Event, Message, Origin, Part, Provenance};
+use pond_canonical::{Event, Message, Origin, Part, Provenance, Session};
 use pond_codecs::convert::{Summary, convert_sources};
+use pond_codecs::face::{Fidelity, Losses, Target, WriteError};
 use pond_codecs::output::MemoryOutput;
 use pond_codecs::{CODECS, Codec, Layout};
 use std::collections::{HashMap, HashSet};
@@ -365,7 +366,7 @@ pub fn oracle_rows(
             .find(|w| !parents.contains(&w.source_session));
         let (Some(w), Some(bytes)) = (main, main.and_then(|w| c.out.files.get(&w.file))) else {
             eprintln!(
-                "not run, nothing written: {} {}{}",
+                "not run, no main session written: {} {}{}",
                 from.name,
                 origin.relative().into_inner(),
                 c.source_faults
@@ -481,4 +482,186 @@ pub fn assert_rows(rows: &[OracleRow]) {
         rows.len(),
         bad.join("\n")
     );
+}
+
+/// Converts every readable fixture of every other codec into `target` and checks each: no write
+/// error, every file valid, read back without a fault, as many sessions as written, and the same
+/// user texts, assistant texts, tool calls and paired results (and conversational user texts
+/// when `conversational` is set). Panics listing every failure.
+pub fn assert_every_foreign_write_is_faithful(target: &'static Codec, conversational: bool) {
+    let sources = foreign_sources(target.name);
+    assert!(sources.len() > 50, "too few sources: {}", sources.len());
+    let mut failures = Vec::new();
+    let mut converted = 0;
+    for (from, origin) in &sources {
+        let c = match convert_one(from, target, origin, Layout::Mirror) {
+            Ok(c) => c,
+            Err(e) => {
+                failures.push(format!("{}: {e}", origin.path().display()));
+                continue;
+            }
+        };
+        let at = format!("{} {}", from.name, c.source.display());
+        if c.source_sessions == 0 {
+            continue;
+        }
+        converted += 1;
+        for e in &c.summary.write_errors {
+            failures.push(format!("{at}: write error {e}"));
+        }
+        for p in c.invalid.iter().take(3) {
+            failures.push(format!("{at}: invalid {p}"));
+        }
+        for f in c.read_faults.iter().take(3) {
+            failures.push(format!("{at}: read back with a fault {f}"));
+        }
+        if c.target_sessions != c.summary.written.len() {
+            failures.push(format!(
+                "{at}: {} sessions written, {} read back",
+                c.summary.written.len(),
+                c.target_sessions
+            ));
+        }
+        let (s, t) = (c.source_counts, c.target_counts);
+        let same = s.user_texts == t.user_texts
+            && s.assistant_texts == t.assistant_texts
+            && s.tool_calls == t.tool_calls
+            && s.paired_results == t.paired_results
+            && (!conversational || s.user_conversational == t.user_conversational);
+        if !same {
+            failures.push(format!("{at}: source {s:?} != target {t:?}"));
+        }
+    }
+    assert!(converted > 40, "only {converted} sources held sessions");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// A session whose id and project try to leave the output.
+fn crafted_session(agent: &str) -> (Session, Vec<Message>) {
+    let session: Session = serde_json::from_value(serde_json::json!({
+        "id": "../../.bashrc", "source_agent": agent,
+        "created_at": "2026-01-01T00:00:00Z", "project": "/../../etc",
+        "options": {"source": {"file": "../../.bashrc"}}
+    }))
+    .expect("session json");
+    let message: Message = serde_json::from_value(serde_json::json!({
+        "role": "user", "id": "../x", "session_id": "../../.bashrc",
+        "timestamp": "2026-01-01T00:00:01Z",
+        "content": [{"type": "text", "id": "../x.0", "session_id": "../../.bashrc",
+            "message_id": "../x", "provenance": "conversational", "text": "hi"}]
+    }))
+    .expect("message json");
+    (session, vec![message])
+}
+
+fn write_crafted(
+    target: &Codec,
+    session: &Session,
+    messages: &[Message],
+    layout: Layout,
+) -> (
+    Result<(), WriteError>,
+    MemoryOutput,
+    Vec<pond_codecs::Written>,
+) {
+    let face = target.write.expect("writes");
+    let mut w = face.writer(layout);
+    let mut out = MemoryOutput::default();
+    let mut losses = Losses::default();
+    let mut written = Vec::new();
+    let fidelity = Fidelity::decide(session, target.source_agent);
+    let result = (|| {
+        let mut t = Target {
+            out: &mut out,
+            losses: &mut losses,
+            written: &mut written,
+        };
+        w.session(session, fidelity, &mut t)?;
+        for m in messages {
+            w.message(m, &mut t)?;
+        }
+        w.end_source(&mut t)
+    })();
+    (result, out, written)
+}
+
+/// A session whose id and project try to leave the output stays inside it when written into
+/// `target`: foreign, under derived ids; native, refused as a typed error.
+pub fn assert_crafted_ids_never_leave_the_output(target: &'static Codec) {
+    // Foreign: the target's ids are derived, so the path is pond's, not the session's.
+    let (s, m) = crafted_session("claude-code");
+    for layout in [Layout::Mirror, Layout::Harness] {
+        let (r, out, written) = write_crafted(target, &s, &m, layout);
+        assert!(r.is_ok(), "{r:?}");
+        for path in out.files.keys() {
+            assert!(
+                pond_codecs::face::check_relative_path(path).is_ok(),
+                "{path}"
+            );
+            assert!(!path.contains(".bashrc"), "{path}");
+        }
+        assert_eq!(written.len(), 1);
+        assert_ne!(written[0].session, "../../.bashrc");
+    }
+    // Native: the id is the path, so the write is a typed refusal, never a file outside.
+    let (s, m) = crafted_session(target.source_agent);
+    let (r, out, _) = write_crafted(target, &s, &m, Layout::Harness);
+    assert!(matches!(r, Err(WriteError::UnsafePath { .. })), "{r:?}");
+    assert!(
+        out.files.keys().all(|p| !p.contains("..")),
+        "{:?}",
+        out.files.keys()
+    );
+}
+
+/// The written files (JSON, or JSON lines) and losses of the conversion of one shared fixture
+/// (`relative` to `../shared/fixtures`) read by `from` into `target`, for a golden snapshot.
+pub fn golden_document(from: &str, target: &'static Codec, relative: &str) -> serde_json::Value {
+    let from = pond_codecs::find(from).expect("codec");
+    let path = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/fixtures"
+    ))
+    .join(relative);
+    assert!(path.exists(), "shared fixture missing: {}", path.display());
+    let origin = from
+        .read
+        .expect("reads")
+        .discover(&path)
+        .expect("discovers")
+        .remove(0);
+    let c = convert_one(from, target, &origin, Layout::Mirror).expect("converts");
+    assert!(
+        c.invalid.is_empty() && c.read_faults.is_empty(),
+        "{:?} {:?}",
+        c.invalid,
+        c.read_faults
+    );
+    let files: serde_json::Map<String, serde_json::Value> = c
+        .out
+        .files
+        .iter()
+        .map(|(k, v)| {
+            let text = String::from_utf8_lossy(v);
+            let value = match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(v) => v,
+                Err(_) => serde_json::Value::Array(
+                    text.lines()
+                        .map(|l| serde_json::from_str(l).unwrap_or(serde_json::Value::from(l)))
+                        .collect(),
+                ),
+            };
+            (k.clone(), value)
+        })
+        .collect();
+    serde_json::json!({
+        "files": files,
+        "written": c.summary.written,
+        "losses": c.summary.losses,
+    })
 }

@@ -120,6 +120,13 @@ impl Oracle {
         Ok(Self { scripts, home })
     }
 
+    /// [`Oracle::locate`], or `None` after printing `SKIP: <reason>` (a test then returns).
+    pub fn locate_or_skip(harness: &str) -> Option<Self> {
+        Self::locate(harness)
+            .inspect_err(|reason| eprintln!("SKIP: {reason}"))
+            .ok()
+    }
+
     /// Resumes `session` (a file in the harness's native form) with the real CLI, or with
     /// `offline` runs the harness's cheaper structural check. `out` keeps the artifacts.
     pub fn run(

@@ -13,12 +13,8 @@ const TARGET: &str = "claude-code";
 
 #[test]
 fn real_claude_resumes_every_converted_foreign_fixture() {
-    let oracle = match Oracle::locate(TARGET) {
-        Ok(o) => o,
-        Err(reason) => {
-            eprintln!("SKIP: {reason}");
-            return;
-        }
+    let Some(oracle) = Oracle::locate_or_skip(TARGET) else {
+        return;
     };
     let rows = oracle_rows(&oracle, TARGET, 0, &|c, r| {
         // Claude Code inserts its own texts when a transcript ends on an interrupted turn or an

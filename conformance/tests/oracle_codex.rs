@@ -256,12 +256,8 @@ fn signature(p: &serde_json::Value) -> String {
 
 #[test]
 fn claude_code_fixtures_converted_to_codex_load_and_resume_in_real_codex() {
-    let oracle = match Oracle::locate("codex") {
-        Ok(o) => o,
-        Err(reason) => {
-            eprintln!("SKIP: {reason}");
-            return;
-        }
+    let Some(oracle) = Oracle::locate_or_skip("codex") else {
+        return;
     };
     let base = std::env::temp_dir().join(format!("pond-oracle-codex-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);

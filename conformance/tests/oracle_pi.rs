@@ -12,13 +12,9 @@ use pond_conformance::oracle::Oracle;
 const TARGET: &str = "pi";
 
 #[test]
-fn real_opencode_accepts_and_resumes_foreign_sessions() {
-    let oracle = match Oracle::locate(TARGET) {
-        Ok(o) => o,
-        Err(reason) => {
-            eprintln!("SKIP: {reason}");
-            return;
-        }
+fn real_pi_accepts_and_resumes_foreign_sessions() {
+    let Some(oracle) = Oracle::locate_or_skip(TARGET) else {
+        return;
     };
     let rows = oracle_rows(&oracle, TARGET, 2, &|c, r| {
         let mut problems = Vec::new();

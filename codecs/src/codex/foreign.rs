@@ -35,6 +35,10 @@ pub mod loss {
     /// A file part that is not an image (Codex content items hold images only), or a file in an
     /// assistant message.
     pub const FILE: &str = "file_attachment";
+    /// An inline image whose data is not a whole PNG, JPEG, GIF or WebP image (a trimmed or
+    /// truncated fixture): Codex would send "image content omitted because it could not be
+    /// processed" in its place, so it is not written.
+    pub const IMAGE_UNUSABLE: &str = "image_unusable";
     /// Tool approval requests and responses: a rollout has no such item.
     pub const TOOL_APPROVAL: &str = "tool_approval";
     /// A tool result marked as a failure: `function_call_output` has no failure flag on disk.
@@ -179,6 +183,14 @@ impl ForeignRollout {
                     content.push(json!({"type": "input_text", "text": t.text.as_str()}));
                 }
                 Part::File(f) => match image_url(f) {
+                    Some(url) if !inline_image_usable(&url) => target.losses.record(
+                        loss::IMAGE_UNUSABLE,
+                        at,
+                        format!(
+                            "a {} image whose data is not a whole image Codex can decode",
+                            f.media_type.as_str()
+                        ),
+                    ),
                     Some(url) => {
                         images.push(Value::from(url.clone()));
                         content.push(json!({"type": "input_image", "image_url": url}));
@@ -406,6 +418,66 @@ fn image_url(f: &pond_canonical::FilePart) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Whether Codex can decode an image URL: any non-`data:` URL, or base64 data holding a whole
+/// PNG, JPEG, GIF or WebP file (Codex 0.169 decodes inline images before sending them and puts
+/// a placeholder text in place of one it cannot).
+fn inline_image_usable(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("data:") else {
+        return true;
+    };
+    let Some(bytes) = rest
+        .split_once(";base64,")
+        .and_then(|(_, data)| decode_base64(data))
+    else {
+        return false;
+    };
+    let n = bytes.len();
+    let ends = |tail: &[u8]| bytes.ends_with(tail);
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        // Signature, IHDR chunk, ..., IEND chunk (length, type, CRC).
+        n >= 8 + 25 + 12
+            && bytes.get(12..16) == Some(b"IHDR")
+            && bytes.get(n - 8..n - 4) == Some(b"IEND")
+    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        n > 4 && ends(&[0xFF, 0xD9])
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        n > 13 && ends(&[0x3B])
+    } else if bytes.starts_with(b"RIFF") && bytes.get(8..12) == Some(b"WEBP") {
+        bytes
+            .get(4..8)
+            .and_then(|l| l.try_into().ok())
+            .map(u32::from_le_bytes)
+            .is_some_and(|l| usize::try_from(l).is_ok_and(|l| l.checked_add(8) == Some(n)))
+    } else {
+        false
+    }
+}
+
+/// Standard base64 (padding optional, line breaks skipped), or `None` for any other character.
+fn decode_base64(data: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(data.len() / 4 * 3);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in data.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' | b'\n' | b'\r' => continue,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
 }
 
 /// Whether a reasoning part's options hold a provider signature or encrypted payload.
@@ -651,6 +723,21 @@ pub(crate) fn file_time(ts: &Timestamp) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_whole_inline_images_are_usable() {
+        assert_eq!(decode_base64("aGVsbG8=").as_deref(), Some(&b"hello"[..]));
+        assert_eq!(decode_base64("a b"), None);
+        // The 8-byte PNG signature alone (opencode/pi fixtures): Codex cannot decode it.
+        assert!(!inline_image_usable("data:image/png;base64,iVBORw0KGgo="));
+        assert!(!inline_image_usable(
+            "data:image/png;base64,[trimmed for fixture]"
+        ));
+        // A 1x1 PNG.
+        let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
+        assert!(inline_image_usable(&format!("data:image/png;base64,{png}")));
+        assert!(inline_image_usable("https://example.com/a.png"));
+    }
 
     #[test]
     fn sha1_and_uuid_v5_match_known_values() {

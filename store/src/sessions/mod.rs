@@ -118,6 +118,46 @@ impl SessionStore {
         Ok(out)
     }
 
+    /// Per table: rows and distinct primary keys (equal in a healthy store: the write path's dedup
+    /// floor holds, adapter-integrity-dedup).
+    pub async fn key_check(&self) -> Result<Vec<(&'static str, u64, u64)>, StoreError> {
+        let mut out = Vec::new();
+        for spec in schema::all() {
+            let keys: Vec<String> = spec
+                .schema
+                .fields()
+                .iter()
+                .filter(|f| f.metadata().contains_key(crate::substrate::PK_KEY))
+                .map(|f| f.name().clone())
+                .collect();
+            let cols: Vec<&str> = keys.iter().map(String::as_str).collect();
+            let batches = self
+                .substrate
+                .scan(spec, |s| {
+                    s.project(&cols)?;
+                    Ok(())
+                })
+                .await?;
+            let mut seen = std::collections::HashSet::new();
+            let mut rows = 0u64;
+            for b in &batches {
+                for i in 0..b.num_rows() {
+                    rows += 1;
+                    let key: Vec<Option<String>> = cols
+                        .iter()
+                        .map(|c| {
+                            b.column_by_name(c)
+                                .and_then(|a| rows::string_at(a.as_ref(), i))
+                        })
+                        .collect();
+                    seen.insert(key);
+                }
+            }
+            out.push((spec.name, rows, seen.len() as u64));
+        }
+        Ok(out)
+    }
+
     /// Message counts per source agent, and how many messages have an embedding.
     pub async fn message_breakdown(&self) -> Result<(BTreeMap<String, u64>, u64), StoreError> {
         let batches = self

@@ -1,0 +1,142 @@
+//! The store under abuse: `pond sync` killed with SIGKILL at random moments and re-run ends
+//! equal to a clean sync; two syncs at once both finish (or one reports the typed conflict and
+//! succeeds on retry) with no row lost or duplicated.
+#![cfg(feature = "store")]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn shared(codec: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures")
+        .join(codec);
+    assert!(p.is_dir(), "missing shared fixtures {}", p.display());
+    format!("{codec}={}", p.display())
+}
+
+fn sync(data: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pond"));
+    c.args(["sync", "--only", "import", "--data"]).arg(data);
+    for codec in ["claude-code", "codex", "pi", "opencode"] {
+        c.arg("--source").arg(shared(codec));
+    }
+    c.stdout(Stdio::null()).stderr(Stdio::piped());
+    c
+}
+
+/// Syncs into `data` and requires it to finish (exit 1 only reports the malformed fixtures).
+fn clean_sync(data: &Path) {
+    let o = sync(data).output().unwrap();
+    assert!(
+        o.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// (table, rows, unique keys?) from `pond status --json`.
+fn status(data: &Path) -> Vec<(String, u64, bool)> {
+    let o = Command::new(env!("CARGO_BIN_EXE_pond"))
+        .args(["status", "--json", "--data"])
+        .arg(data)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["primary_keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["table"].as_str().unwrap().to_owned(),
+                k["rows"].as_u64().unwrap(),
+                k["unique"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A deterministic sequence of delays in [0, max) (no RNG dependency; varied enough).
+fn delays(n: usize, max: Duration) -> Vec<Duration> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            max.mul_f64((x % 10_000) as f64 / 10_000.0)
+        })
+        .collect()
+}
+
+#[test]
+fn sync_killed_at_random_moments_then_rerun_equals_a_clean_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let clean = dir.path().join("clean");
+    let t = Instant::now();
+    clean_sync(&clean);
+    let clean_run = t.elapsed();
+    let expected = status(&clean);
+    assert!(
+        expected
+            .iter()
+            .all(|(_, rows, unique)| *rows > 0 && *unique),
+        "{expected:?}"
+    );
+
+    let abused = dir.path().join("abused");
+    let mut killed_mid_run = 0;
+    for delay in delays(20, clean_run) {
+        let mut child = sync(&abused).spawn().unwrap();
+        std::thread::sleep(delay);
+        if child.try_wait().unwrap().is_none() {
+            killed_mid_run += 1;
+        }
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let rerun = sync(&abused).output().unwrap();
+        assert!(
+            rerun.status.code().is_some_and(|c| c <= 1),
+            "{}",
+            String::from_utf8_lossy(&rerun.stderr)
+        );
+        assert_eq!(status(&abused), expected, "after a kill at {delay:?}");
+    }
+    assert!(
+        killed_mid_run >= 5,
+        "only {killed_mid_run} of 20 kills landed mid-run"
+    );
+}
+
+#[test]
+fn two_syncs_at_once_lose_and_duplicate_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let clean = dir.path().join("clean");
+    clean_sync(&clean);
+    let expected = status(&clean);
+
+    let shared_store = dir.path().join("shared");
+    for _ in 0..3 {
+        let a = sync(&shared_store).spawn().unwrap();
+        let b = sync(&shared_store).spawn().unwrap();
+        for child in [a, b] {
+            let o = child.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            if o.status.code() != Some(0) && o.status.code() != Some(1)
+                || err.contains("lost to concurrent writers")
+            {
+                // The typed conflict: a retry must succeed.
+                assert!(err.contains("lost to concurrent writers"), "{err}");
+                let retry = sync(&shared_store).output().unwrap();
+                assert!(
+                    retry.status.code().is_some_and(|c| c <= 1),
+                    "{}",
+                    String::from_utf8_lossy(&retry.stderr)
+                );
+            }
+        }
+        assert_eq!(status(&shared_store), expected);
+    }
+}
