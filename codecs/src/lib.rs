@@ -10,6 +10,7 @@
 pub mod claude_code;
 pub mod codex;
 pub mod convert;
+mod digest;
 pub mod face;
 pub mod jsonl;
 pub mod opencode;
