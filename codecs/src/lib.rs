@@ -11,6 +11,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod convert;
 mod digest;
+mod discover;
 pub mod face;
 pub mod jsonl;
 pub mod opencode;

@@ -26,6 +26,7 @@
 //!   The model is the source's where it names one, else `unknown`, with the provider implied by the
 //!   source harness.
 
+use crate::discover::find_str;
 use crate::face::{Losses, WriteError};
 use pond_canonical::{FileData, Message, Part, Provenance, Session};
 use serde_json::{Map, Value, json};
@@ -72,28 +73,6 @@ pub(crate) fn session_id(source: &str) -> String {
 
 fn millis(ts: &pond_canonical::Timestamp) -> i64 {
     ts.unix_micros().div_euclid(1000).max(0)
-}
-
-/// The first string under one of `keys` in `v`, searched breadth-first to depth 4.
-fn find_str<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a str> {
-    let mut level = vec![v];
-    for _ in 0..4 {
-        let mut next = Vec::new();
-        for v in level {
-            if let Value::Object(o) = v {
-                for k in keys {
-                    if let Some(Value::String(s)) = o.get(*k)
-                        && !s.is_empty()
-                    {
-                        return Some(s);
-                    }
-                }
-                next.extend(o.values().filter(|v| v.is_object()));
-            }
-        }
-        level = next;
-    }
-    None
 }
 
 /// The provider a source harness talks to when its record names none.

@@ -35,6 +35,7 @@ mod sources;
 mod validate;
 mod write;
 
+use crate::discover::relative_of;
 use crate::face::{ReadFace, Sniff};
 use crate::registry::{Codec, Install};
 use pond_canonical::{Locator, Origin, ParseError, ParseErrorKind};
@@ -158,15 +159,6 @@ pub struct OpencodeReader;
 /// Whether `dir` is the root of a legacy JSON storage tree.
 fn is_storage_root(dir: &Path) -> bool {
     dir.join("message").is_dir() && dir.join("part").is_dir()
-}
-
-fn relative_of(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 fn has_ext(path: &Path, ext: &str) -> bool {

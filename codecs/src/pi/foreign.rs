@@ -27,6 +27,7 @@
 //!   names them, else the source harness's provider (`anthropic`, `openai`) and model `unknown`;
 //!   `usage` is all zeros; `stopReason` is `toolUse` after tool calls, else `stop`.
 
+use crate::discover::find_str;
 use crate::face::{Losses, WriteError};
 use pond_canonical::{FileData, Message, Part, Session, Timestamp};
 use serde_json::{Map, Value, json};
@@ -115,28 +116,6 @@ pub(crate) fn iso(ms: i64) -> String {
 
 fn millis(ts: &Timestamp) -> i64 {
     ts.unix_micros().div_euclid(1000)
-}
-
-/// The first non-empty string under one of `keys` in `v`, breadth-first to depth 4.
-fn find_str<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a str> {
-    let mut level = vec![v];
-    for _ in 0..4 {
-        let mut next = Vec::new();
-        for v in level {
-            if let Value::Object(o) = v {
-                for k in keys {
-                    if let Some(Value::String(s)) = o.get(*k)
-                        && !s.is_empty()
-                    {
-                        return Some(s);
-                    }
-                }
-                next.extend(o.values().filter(|v| v.is_object()));
-            }
-        }
-        level = next;
-    }
-    None
 }
 
 fn api_of(provider: &str) -> &'static str {

@@ -23,6 +23,7 @@ mod read;
 mod validate;
 mod write;
 
+use crate::discover::relative_of;
 use crate::face::{ReadFace, Sniff};
 use crate::registry::{Codec, Install};
 use pond_canonical::{Event, Locator, Origin, ParseError, ParseErrorKind};
@@ -73,15 +74,6 @@ fn install_root() -> Result<std::path::PathBuf, String> {
 
 /// The read face.
 pub struct PiReader;
-
-fn relative_of(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/")
-}
 
 impl ReadFace for PiReader {
     /// Every `*.jsonl` file. One whose first line is not a pi session header is reported by
