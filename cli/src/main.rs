@@ -1,7 +1,11 @@
 //! `pond`: the command line. It parses flags and wires library calls together; no format logic
 //! lives here (see docs/ARCHITECTURE.md).
 
+#[cfg(feature = "store")]
+mod config;
 mod convert;
+#[cfg(feature = "store")]
+mod get_cmd;
 #[cfg(feature = "store")]
 mod store_cmd;
 
@@ -67,6 +71,9 @@ enum Command {
     /// Row counts, dataset versions, embedding coverage and index health of the store.
     #[cfg(feature = "store")]
     Status(store_cmd::StatusArgs),
+    /// Show a stored session a page at a time, or one message with the messages around it.
+    #[cfg(feature = "store")]
+    Get(get_cmd::GetArgs),
     /// Write a stored session, with its child sessions, in any harness's format.
     #[cfg(feature = "store")]
     Restore(store_cmd::RestoreArgs),
@@ -98,6 +105,8 @@ fn main() -> ExitCode {
         Command::Status(args) => store_cmd::status(args, cli.json),
         #[cfg(feature = "store")]
         Command::Restore(args) => store_cmd::restore(args, cli.json),
+        #[cfg(feature = "store")]
+        Command::Get(args) => get_cmd::run(args, cli.json),
         Command::Conformance { fixtures } => conformance(fixtures, cli.json),
         Command::Schema { kind } => {
             let schema = match kind {

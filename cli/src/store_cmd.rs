@@ -19,15 +19,17 @@ pub struct DataArgs {
 }
 
 impl DataArgs {
-    fn uri(&self) -> Result<String, String> {
-        match &self.data {
-            Some(d) if !d.is_empty() => Ok(d.clone()),
-            _ => pond_store::default_data_dir()
-                .map(|p| p.display().to_string())
-                .ok_or_else(|| {
-                    "no data directory: set --data, POND_DATA or XDG_DATA_HOME".to_owned()
-                }),
+    /// `--data`/`POND_DATA`, else `data` in config.toml, else the embedded default.
+    pub(crate) fn uri(&self) -> Result<String, String> {
+        if let Some(d) = self.data.as_ref().filter(|d| !d.is_empty()) {
+            return Ok(d.clone());
         }
+        if let Some(d) = crate::config::load()?.data.filter(|d| !d.is_empty()) {
+            return Ok(crate::config::expand_home(&d).display().to_string());
+        }
+        pond_store::default_data_dir()
+            .map(|p| p.display().to_string())
+            .ok_or_else(|| "no data directory: set --data, POND_DATA or XDG_DATA_HOME".to_owned())
     }
 }
 
@@ -109,14 +111,14 @@ pub struct RestoreArgs {
     install: bool,
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("a tokio runtime")
 }
 
-fn fail(verb: &str, msg: impl std::fmt::Display) -> ExitCode {
+pub(crate) fn fail(verb: &str, msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("pond {verb}: {msg}");
     ExitCode::from(1)
 }
@@ -141,15 +143,24 @@ fn configured_sources(args: &SyncArgs) -> Result<Vec<(&'static Codec, Vec<PathBu
                 .push(PathBuf::from(path));
         }
     } else {
+        let config = crate::config::load()?;
         for codec in registry::CODECS
             .iter()
             .copied()
             .filter(|c| c.read.is_some())
         {
-            let paths: Vec<PathBuf> = (codec.default_sources)()
-                .into_iter()
-                .filter(|p| p.exists())
-                .collect();
+            let paths: Vec<PathBuf> = match config.sources.get(codec.name) {
+                // Configured paths are used as written: one that is missing is reported by the
+                // import (a typed discover error), never skipped silently.
+                Some(paths) => paths
+                    .iter()
+                    .map(|p| crate::config::expand_home(p))
+                    .collect(),
+                None => (codec.default_sources)()
+                    .into_iter()
+                    .filter(|p| p.exists())
+                    .collect(),
+            };
             if !paths.is_empty() {
                 by_codec.insert(codec.name, (codec, paths));
             }
@@ -243,10 +254,34 @@ pub fn sync(args: SyncArgs, json: bool) -> ExitCode {
         }
     }
     if runs(Stage::UpdateIndexes) {
-        if !json {
-            eprintln!("update-indexes: no search index is defined yet; reads scan the tables");
+        let spinner = spinner("update-indexes: building and folding indexes");
+        let updates = rt.block_on(store.update_indexes());
+        if let Some(s) = spinner {
+            s.finish_and_clear();
         }
-        report.insert("update_indexes".into(), serde_json::json!({"indexes": []}));
+        match updates {
+            Ok(updates) => {
+                if !json {
+                    for u in &updates {
+                        eprintln!(
+                            "update-indexes: {}.{} {} ({:.1} s)",
+                            u.table,
+                            u.index,
+                            serde_json::to_value(u.action)
+                                .expect("JSON")
+                                .as_str()
+                                .unwrap_or("?"),
+                            u.seconds
+                        );
+                    }
+                }
+                report.insert(
+                    "update_indexes".into(),
+                    serde_json::json!({ "indexes": updates }),
+                );
+            }
+            Err(e) => return fail("sync", e),
+        }
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&report).expect("JSON"));
@@ -270,6 +305,15 @@ fn bar(name: &str) -> Option<ProgressBar> {
         .ok()?,
     );
     Some(b)
+}
+
+fn spinner(message: &'static str) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let s = ProgressBar::new_spinner().with_message(message);
+    s.enable_steady_tick(std::time::Duration::from_millis(120));
+    Some(s)
 }
 
 fn since_micros(s: &str) -> Result<i64, String> {
@@ -359,6 +403,10 @@ pub fn status(args: StatusArgs, json: bool) -> ExitCode {
         .iter()
         .map(|(t, rows, distinct)| serde_json::json!({"table": t, "rows": rows, "distinct_keys": distinct, "unique": rows == distinct}))
         .collect();
+    let indexes = match rt.block_on(store.index_status()) {
+        Ok(i) => i,
+        Err(e) => return fail("status", e),
+    };
     if json {
         println!(
             "{}",
@@ -368,7 +416,7 @@ pub fn status(args: StatusArgs, json: bool) -> ExitCode {
                 "messages_per_source_agent": per_agent,
                 "embedding": {"embedded": embedded, "messages": total},
                 "primary_keys": keys_json,
-                "indexes": [],
+                "indexes": indexes,
             }))
             .expect("JSON")
         );
@@ -386,7 +434,23 @@ pub fn status(args: StatusArgs, json: bool) -> ExitCode {
             };
             println!("primary keys of {t}: {distinct} distinct in {rows} rows ({verdict})");
         }
-        println!("indexes: none defined yet (reads scan the tables)");
+        println!("indexes:");
+        for i in &indexes {
+            let health = if !i.exists {
+                "not built yet: run `pond sync --only update-indexes`".to_owned()
+            } else if i.unindexed_rows == 0 {
+                "current".to_owned()
+            } else {
+                format!(
+                    "{} rows not yet folded in (found by a flat scan until `pond sync --only update-indexes`)",
+                    i.unindexed_rows
+                )
+            };
+            println!(
+                "  {}.{} ({} on {}): {} rows indexed, {health}",
+                i.table, i.name, i.kind, i.column, i.indexed_rows
+            );
+        }
     }
     ExitCode::SUCCESS
 }

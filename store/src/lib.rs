@@ -4,6 +4,7 @@
 //! the [`sessions`] datasets built on it, with the import stage of `pond sync` ([`sync`]).
 //! This is the only crate that depends on Lance.
 
+pub mod get;
 pub mod restore;
 pub mod sessions;
 pub mod substrate;

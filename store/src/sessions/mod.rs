@@ -5,7 +5,7 @@ pub mod rows;
 pub mod schema;
 pub mod search_text;
 
-use crate::substrate::{MergeOutcome, StoreError, Substrate};
+use crate::substrate::{IndexAction, IndexStatus, MergeOutcome, StoreError, Substrate};
 use pond_canonical::{Message, Session, SessionLog};
 use rows::RowBuffer;
 use serde::Serialize;
@@ -69,6 +69,15 @@ pub struct TableStatus {
     pub version: Option<u64>,
 }
 
+/// What the update-indexes stage did to one index.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexUpdate {
+    pub table: &'static str,
+    pub index: &'static str,
+    pub action: IndexAction,
+    pub seconds: f64,
+}
+
 fn sql_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
@@ -102,6 +111,31 @@ impl SessionStore {
             }
         }
         Ok(written)
+    }
+
+    /// The update-indexes stage: builds or folds every declared index (lance-index-maintenance).
+    pub async fn update_indexes(&self) -> Result<Vec<IndexUpdate>, StoreError> {
+        let mut out = Vec::new();
+        for (spec, index) in schema::indexes() {
+            let started = std::time::Instant::now();
+            let action = self.substrate.update_index(spec, &index).await?;
+            out.push(IndexUpdate {
+                table: spec.name,
+                index: index.name,
+                action,
+                seconds: started.elapsed().as_secs_f64(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// The health of every declared index (tables never written are left out).
+    pub async fn index_status(&self) -> Result<Vec<IndexStatus>, StoreError> {
+        let mut out = Vec::new();
+        for (spec, index) in schema::indexes() {
+            out.extend(self.substrate.index_status(spec, &index).await?);
+        }
+        Ok(out)
     }
 
     /// Row count and version per table.

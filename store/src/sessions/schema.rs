@@ -2,7 +2,7 @@
 //! serialization of its canonical type. See docs/decisions.md ("Session datasets") for the two
 //! columns pond adds (`seq`, `ingested_at`) and why.
 
-use crate::substrate::{PK_KEY, PK_POSITION_KEY, TableSpec};
+use crate::substrate::{IndexKind, IndexSpec, PK_KEY, PK_POSITION_KEY, TableSpec};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -110,4 +110,36 @@ pub static PARTS: LazyLock<TableSpec> = LazyLock::new(|| TableSpec {
 /// Every session dataset.
 pub fn all() -> [&'static TableSpec; 3] {
     [&SESSIONS, &MESSAGES, &PARTS]
+}
+
+/// The indexes `pond sync`'s update-indexes stage keeps, per table (spec 3.7 and 8): BM25 over
+/// character 3- to 5-grams of `search_text` (search-language-neutral-index), and a BTree on
+/// `session_id` for the per-session reads of `pond get` and `pond restore`.
+pub fn indexes() -> [(&'static TableSpec, IndexSpec); 3] {
+    [
+        (
+            &MESSAGES,
+            IndexSpec {
+                name: "messages_search_text_fts",
+                column: "search_text",
+                kind: IndexKind::Ngram { min: 3, max: 5 },
+            },
+        ),
+        (
+            &MESSAGES,
+            IndexSpec {
+                name: "messages_session_id",
+                column: "session_id",
+                kind: IndexKind::BTree,
+            },
+        ),
+        (
+            &PARTS,
+            IndexSpec {
+                name: "parts_session_id",
+                column: "session_id",
+                kind: IndexKind::BTree,
+            },
+        ),
+    ]
 }

@@ -11,8 +11,10 @@
 //! every read, a handle freshness check keyed to the backend (lance-handle-freshness). All tables
 //! share one Lance session (cache and object-store registry).
 
+mod index;
 mod retry;
 
+pub use index::{IndexAction, IndexKind, IndexSpec, IndexStatus};
 pub use retry::RetryPolicy;
 
 use arrow_array::{RecordBatch, RecordBatchIterator};

@@ -1,0 +1,134 @@
+//! `$XDG_CONFIG_HOME/pond/config.toml` (else `~/.config/pond/config.toml`): where `pond sync`
+//! imports from, and where the store lives. Flags and environment win over the file.
+//!
+//! ```toml
+//! # The store (overridden by --data and POND_DATA).
+//! data = "/srv/pond"
+//!
+//! # Sources per codec. A codec listed here reads exactly these paths (`~` is the home folder);
+//! # an empty list turns it off; a codec not listed keeps its harness's standard locations.
+//! [sources]
+//! claude-code = ["~/.claude/projects", "/mnt/old-laptop/.claude/projects"]
+//! codex = ["~/.codex/sessions", "~/.codex/archived_sessions"]
+//! opencode = []
+//! ```
+
+use pond_codecs::registry;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The file's contents.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The store's location.
+    pub data: Option<String>,
+    /// Source paths per codec name.
+    #[serde(default)]
+    pub sources: BTreeMap<String, Vec<String>>,
+    /// Where the file was read from (not part of the file).
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
+}
+
+/// Where the configuration file is looked for.
+pub fn config_path() -> Option<PathBuf> {
+    let nonempty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(p) = nonempty("POND_CONFIG") {
+        return Some(PathBuf::from(p));
+    }
+    nonempty("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| nonempty("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .map(|d| d.join("pond/config.toml"))
+}
+
+/// Reads the configuration: the default when there is no file, an error naming the file, line
+/// and column when it does not parse, or names a codec pond does not have.
+pub fn load() -> Result<Config, String> {
+    match config_path() {
+        Some(p) if p.is_file() => load_from(&p),
+        _ => Ok(Config::default()),
+    }
+}
+
+/// Reads the configuration at `path`.
+pub fn load_from(path: &Path) -> Result<Config, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut config: Config = toml::from_str(&text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| {
+                let before = &text[..s.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!(":{line}:{column}")
+            })
+            .unwrap_or_default();
+        format!("{}{at}: {}", path.display(), e.message())
+    })?;
+    for name in config.sources.keys() {
+        if registry::find(name).is_none() {
+            return Err(format!(
+                "{}: [sources] names unknown codec `{name}`; known: {}",
+                path.display(),
+                registry::names().join(", ")
+            ));
+        }
+    }
+    config.path = Some(path.to_owned());
+    Ok(config)
+}
+
+/// `~` and `~/...` as the home folder; anything else as written.
+pub fn expand_home(path: &str) -> PathBuf {
+    let home = || std::env::var_os("HOME").filter(|h| !h.is_empty());
+    match (path.strip_prefix('~'), home()) {
+        (Some(""), Some(h)) => PathBuf::from(h),
+        (Some(rest), Some(h)) if rest.starts_with('/') => {
+            PathBuf::from(h).join(rest.trim_start_matches('/'))
+        }
+        _ => PathBuf::from(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("config.toml");
+        std::fs::write(&p, text).unwrap();
+        load_from(&p).map_err(|e| e.replace(&p.display().to_string(), "FILE"))
+    }
+
+    #[test]
+    fn sources_and_data_parse() {
+        let c = parse("data = \"/srv/pond\"\n[sources]\ncodex = [\"/a\", \"/b\"]\nopencode = []\n")
+            .unwrap();
+        assert_eq!(c.data.as_deref(), Some("/srv/pond"));
+        assert_eq!(c.sources["codex"], ["/a", "/b"]);
+        assert!(c.sources["opencode"].is_empty());
+    }
+
+    #[test]
+    fn errors_name_file_line_and_column() {
+        let e = parse("[sources]\ncodex = [\"/a\"\n").unwrap_err();
+        assert!(e.starts_with("FILE:"), "{e}");
+        assert!(e.contains(":2:") || e.contains(":3:"), "{e}");
+        let e = parse("[sources]\nclaude-cod = [\"/a\"]\n").unwrap_err();
+        assert!(e.contains("unknown codec `claude-cod`"), "{e}");
+        let e = parse("dat = \"/x\"\n").unwrap_err();
+        assert!(e.starts_with("FILE:1:1"), "{e}");
+    }
+
+    #[test]
+    fn home_expands() {
+        let home = std::env::var("HOME").unwrap();
+        assert_eq!(expand_home("~/x"), PathBuf::from(&home).join("x"));
+        assert_eq!(expand_home("/abs"), PathBuf::from("/abs"));
+        assert_eq!(expand_home("~user/x"), PathBuf::from("~user/x"));
+    }
+}
