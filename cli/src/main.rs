@@ -2,6 +2,8 @@
 //! lives here (see docs/ARCHITECTURE.md).
 
 #[cfg(feature = "store")]
+mod archive_cmd;
+#[cfg(feature = "store")]
 mod config;
 mod convert;
 #[cfg(feature = "store")]
@@ -77,6 +79,12 @@ enum Command {
     /// Write a stored session, with its child sessions, in any harness's format.
     #[cfg(feature = "store")]
     Restore(store_cmd::RestoreArgs),
+    /// Write the whole store as one compact `.pond` archive (index-free Lance datasets + manifest).
+    #[cfg(feature = "store")]
+    Export(archive_cmd::ExportArgs),
+    /// Import a `.pond` archive; it is checked in full first, and stored rows are left alone.
+    #[cfg(feature = "store")]
+    Import(archive_cmd::ImportArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -105,6 +113,10 @@ fn main() -> ExitCode {
         Command::Status(args) => store_cmd::status(args, cli.json),
         #[cfg(feature = "store")]
         Command::Restore(args) => store_cmd::restore(args, cli.json),
+        #[cfg(feature = "store")]
+        Command::Export(args) => archive_cmd::export(args, cli.json),
+        #[cfg(feature = "store")]
+        Command::Import(args) => archive_cmd::import(args, cli.json),
         #[cfg(feature = "store")]
         Command::Get(args) => get_cmd::run(args, cli.json),
         Command::Conformance { fixtures } => conformance(fixtures, cli.json),

@@ -63,6 +63,10 @@ pub struct SyncArgs {
     /// A source as `codec=path` (repeatable); replaces the configured sources.
     #[arg(long = "source", value_name = "CODEC=PATH")]
     sources: Vec<String>,
+    /// Feed a `.pond` archive (from `pond export`) into the import stage; like `--source`, it
+    /// replaces the configured sources (with `--source`, both are imported).
+    #[arg(long = "import-from", value_name = "ARCHIVE")]
+    import_from: Option<PathBuf>,
 }
 
 /// List stored sessions.
@@ -178,7 +182,12 @@ pub fn sync(args: SyncArgs, json: bool) -> ExitCode {
         Some(only) => only == stage,
         None => !args.skip.contains(&stage),
     };
-    let sources = match configured_sources(&args) {
+    let sources = if args.import_from.is_some() && args.sources.is_empty() {
+        Ok(Vec::new())
+    } else {
+        configured_sources(&args)
+    };
+    let sources = match sources {
         Ok(s) => s,
         Err(e) => return fail("sync", e),
     };
@@ -187,7 +196,15 @@ pub fn sync(args: SyncArgs, json: bool) -> ExitCode {
     let mut report = serde_json::Map::new();
     let mut errors = 0usize;
     if runs(Stage::Import) {
-        if sources.is_empty() {
+        if let Some(path) = &args.import_from {
+            match crate::archive_cmd::import_into(&store, &rt, path, json) {
+                Ok(s) => {
+                    report.insert("archive".into(), serde_json::to_value(&s).expect("JSON"));
+                }
+                Err(e) => return fail("sync", e),
+            }
+        }
+        if sources.is_empty() && args.import_from.is_none() {
             eprintln!(
                 "pond sync: no sources found (none of the standard locations exist); add --source CODEC=PATH"
             );

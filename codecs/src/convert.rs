@@ -226,6 +226,15 @@ impl<'a> Feed<'a> {
                 written: &mut self.summary.written,
             };
             self.failed = self.writer.end_source(&mut target).err();
+        } else {
+            // The writer still ends the unit, so nothing it holds (a streaming writer's open
+            // sessions) leaks into the next one; what it would write now is dropped.
+            let mut target = Target {
+                out: &mut Discard,
+                losses: &mut Losses::default(),
+                written: &mut Vec::new(),
+            };
+            let _ = self.writer.end_source(&mut target);
         }
         self.out.end_unit();
         if let Some(e) = self.failed.take() {
@@ -233,6 +242,15 @@ impl<'a> Feed<'a> {
         }
         let losses = std::mem::take(&mut self.losses);
         self.summary.losses.merge(losses);
+    }
+}
+
+/// An output that keeps nothing: where a unit's writer ends after one of its writes failed.
+struct Discard;
+
+impl Output for Discard {
+    fn append(&mut self, _relative: &str, _bytes: &[u8]) -> Result<(), WriteError> {
+        Ok(())
     }
 }
 

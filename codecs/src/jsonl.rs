@@ -1,10 +1,18 @@
-//! The shared JSONL reader: one [`Record`](pond_canonical::Record) per line, with bounded memory.
+//! The shared JSONL reader and writer: one [`Record`](pond_canonical::Record) per line, with
+//! bounded memory, and JSON text written straight from borrowed values.
 //!
 //! A line longer than [`MAX_LINE_BYTES`] is reported as a typed error and skipped without being
 //! held in memory, so a corrupt or hostile file cannot exhaust memory. Blank lines carry no data
 //! and are passed over. Every other fault is reported with its file and line, and reading goes on.
+//!
+//! [`LineParser`] reads a line with simd-json's tape when it can and with serde_json otherwise
+//! (see docs/decisions.md, "simd-json for the line parser"); either way the record is the
+//! `serde_json::Value` serde_json would read, and every fault is serde_json's own typed error.
 
-use pond_canonical::{Locator, Origin, ParseError, ParseErrorKind, Record};
+use pond_canonical::{Extracted, LineFields, Locator, Origin, ParseError, ParseErrorKind, Record};
+use serde_json::{Map, Number, Value};
+use simd_json::{Node, StaticNode};
+use std::borrow::Cow;
 use std::io::{BufRead, Read};
 
 /// The longest line read, in bytes. See docs/decisions.md ("The per-value bound").
@@ -12,13 +20,14 @@ pub const MAX_LINE_BYTES: u64 = 128 * 1024 * 1024;
 
 /// Reads `input` line by line, calling `each` with every line's record or fault, in order.
 /// Returns the number of lines seen. An I/O failure ends the read with one error.
-pub fn read_records<R: Read>(
-    origin: &Origin,
+pub fn read_records<'o, R: Read>(
+    origin: &'o Origin,
     input: R,
-    mut each: impl FnMut(Result<Record<'_>, ParseError>),
+    mut each: impl FnMut(Result<Record<'o>, ParseError>),
 ) -> u64 {
+    let mut parser = LineParser::default();
     read_lines(origin, input, |line, bytes| match bytes {
-        Ok(bytes) => each(Record::from_json_line(origin, line, bytes)),
+        Ok(bytes) => each(parser.record(origin, line, bytes)),
         Err(e) => each(Err(e)),
     })
 }
@@ -103,6 +112,564 @@ pub fn read_lines<R: Read>(
     }
 }
 
+/// Nesting at which a line leaves the fast path; serde_json's own limit (128) then decides.
+const MAX_FAST_DEPTH: usize = 100;
+
+/// Parses JSON lines, reusing its buffers from line to line.
+///
+/// The fast path is simd-json's tape, turned into the `serde_json::Value` serde_json reads
+/// (floats parse to the same bits; `-0` becomes the float serde_json makes of it; repeated keys
+/// keep the last value in the first one's place). A line simd-json refuses, or one where the two
+/// parsers could disagree (a `\u` surrogate escape, nesting near serde_json's limit), is parsed
+/// by serde_json alone, so what it accepts and every fault it reports are exactly serde_json's.
+#[derive(Default)]
+pub struct LineParser {
+    /// The line, copied: simd-json decodes strings in place.
+    scratch: Vec<u8>,
+    buffers: simd_json::Buffers,
+    /// The tape's allocation, kept between lines.
+    nodes: Vec<Node<'static>>,
+}
+
+impl LineParser {
+    /// The record of one line: what [`Record::from_json_line`] gives, faults included.
+    pub fn record<'o>(
+        &mut self,
+        origin: &'o Origin,
+        line: u64,
+        bytes: &[u8],
+    ) -> Result<Record<'o>, ParseError> {
+        match self.with_tape(bytes, |nodes| tape_value(nodes, &mut 0, 0)) {
+            Some(value) => Record::from_value(origin, Locator::Line(line), value),
+            None => Record::from_json_line(origin, line, bytes),
+        }
+    }
+
+    /// Runs `f` on the line's simd-json tape; `None` when the line is not for the fast path.
+    fn with_tape<T>(
+        &mut self,
+        bytes: &[u8],
+        f: impl FnOnce(&[Node<'_>]) -> Option<T>,
+    ) -> Option<T> {
+        if has_surrogate_escape(bytes) {
+            return None;
+        }
+        self.scratch.clear();
+        self.scratch.extend_from_slice(bytes);
+        let mut tape = simd_json::Tape(std::mem::take(&mut self.nodes));
+        let result = match simd_json::fill_tape(&mut self.scratch, &mut self.buffers, &mut tape) {
+            Ok(()) => f(&tape.0),
+            Err(_) => None,
+        };
+        let mut nodes = tape.0;
+        nodes.clear();
+        // Empty, so nothing is converted; the collect reuses the allocation.
+        self.nodes = nodes
+            .into_iter()
+            .map(|_| -> Node<'static> { unreachable!("the tape was cleared") })
+            .collect();
+        result
+    }
+}
+
+/// The top-level members named in `wanted` of one line (a string or a boolean as it is, any
+/// other value as neither), without building the rest of the line; `None` where
+/// [`LineFields::parse`] gives none (not UTF-8, not JSON, not an object). For a survey pass:
+/// values are borrowed from the line, and made source data only when they are kept.
+pub fn survey_fields<'b>(
+    line: u64,
+    bytes: &'b [u8],
+    wanted: &[&'static str],
+) -> Option<SurveyLine<'b>> {
+    let mut fields = Vec::with_capacity(wanted.len());
+    if scan_fields(bytes, wanted, &mut fields).is_none() {
+        let scan = LineFields::parse(line, bytes, wanted)?;
+        fields.clear();
+        for &key in wanted {
+            if let Some(s) = scan.str(key) {
+                fields.push((key, Scalar::Str(Cow::Owned((*s.get()).to_owned()))));
+            } else if let Some(b) = scan.bool(key) {
+                fields.push((key, Scalar::Bool(*b.get())));
+            }
+        }
+    }
+    Some(SurveyLine { line, fields })
+}
+
+/// What [`survey_fields`] read from one line.
+#[derive(Debug)]
+pub struct SurveyLine<'b> {
+    line: u64,
+    fields: Vec<(&'static str, Scalar<'b>)>,
+}
+
+/// One member a survey reads.
+#[derive(Debug)]
+enum Scalar<'b> {
+    Str(Cow<'b, str>),
+    Bool(bool),
+    Other,
+}
+
+impl SurveyLine<'_> {
+    fn scalar(&self, key: &str) -> Option<&Scalar<'_>> {
+        self.fields.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// The member `key` if it is a string.
+    pub fn str(&self, key: &str) -> Option<&str> {
+        match self.scalar(key)? {
+            Scalar::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The member `key` if it is a boolean.
+    pub fn bool(&self, key: &str) -> Option<bool> {
+        match self.scalar(key)? {
+            Scalar::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The member `key` if it is a string, as a value read from `origin`'s line.
+    pub fn extract(&self, origin: &Origin, key: &str) -> Option<Extracted<String>> {
+        let value = Value::from(self.str(key)?);
+        let mut record = self.record(origin, Map::from_iter([(key.to_owned(), value)]));
+        record.take_str(key)
+    }
+
+    /// The line's position as id material, as [`Record::position`] gives it.
+    pub fn position(&self, origin: &Origin) -> Extracted<String> {
+        self.record(origin, Map::new()).position()
+    }
+
+    fn record<'o>(&self, origin: &'o Origin, fields: Map<String, Value>) -> Record<'o> {
+        Record::from_value(origin, Locator::Line(self.line), Value::Object(fields))
+            .expect("an object is a record")
+    }
+}
+
+/// Whether `bytes` hold a `\u` escape of a UTF-16 surrogate (`\uD800`-`\uDFFF`), which
+/// serde_json and simd-json do not treat alike when unpaired.
+fn has_surrogate_escape(bytes: &[u8]) -> bool {
+    memchr::memmem::find_iter(bytes, b"\\u").any(|i| {
+        matches!(bytes.get(i + 2), Some(b'd' | b'D'))
+            && matches!(
+                bytes.get(i + 3),
+                Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+            )
+    })
+}
+
+/// Whether `bytes` hold a byte below 0x20 (a control character; whitespace between tokens too).
+fn has_control_byte(bytes: &[u8]) -> bool {
+    // Whole chunks without an early exit, so the compiler can compare many bytes at once.
+    bytes
+        .chunks(64)
+        .any(|chunk| chunk.iter().fold(false, |seen, &b| seen | (b < 0x20)))
+}
+
+/// Reads the top-level members named in `wanted` of one line into `found` (a string or a
+/// boolean as it is, any other value as `null`; a repeated member keeps its last value), walking
+/// the rest of the line as serde_json skips a value it ignores, and building none of it.
+/// `None` when the walk is unsure what [`LineFields::parse`] would give: any fault, an escape in
+/// a key or a wanted string, a number in a wanted member (serde_json checks its range), deep
+/// nesting. The caller then asks `LineFields` itself.
+fn scan_fields<'b>(
+    bytes: &'b [u8],
+    wanted: &[&'static str],
+    found: &mut Vec<(&'static str, Scalar<'b>)>,
+) -> Option<()> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    // Strings are then skipped by their quotes and backslashes alone (see `Scan::skip_string`).
+    if has_control_byte(bytes) {
+        return None;
+    }
+    let mut scan = Scan { text, at: 0 };
+    scan.space();
+    scan.eat(b'{')?;
+    scan.space();
+    if scan.peek() == Some(b'}') {
+        scan.at += 1;
+    } else {
+        loop {
+            scan.space();
+            let key = scan.plain_string()?;
+            scan.space();
+            scan.eat(b':')?;
+            scan.space();
+            match wanted.iter().find(|w| **w == key) {
+                Some(&name) => {
+                    let value = match scan.peek()? {
+                        b'"' => Scalar::Str(Cow::Borrowed(scan.plain_string()?)),
+                        b't' => scan.literal("true").map(|()| Scalar::Bool(true))?,
+                        b'f' => scan.literal("false").map(|()| Scalar::Bool(false))?,
+                        b'n' => scan.literal("null").map(|()| Scalar::Other)?,
+                        b'{' | b'[' => scan.value(1).map(|()| Scalar::Other)?,
+                        _ => return None,
+                    };
+                    match found.iter_mut().find(|(k, _)| *k == name) {
+                        Some(slot) => slot.1 = value,
+                        None => found.push((name, value)),
+                    }
+                }
+                None => scan.value(1)?,
+            }
+            scan.space();
+            match scan.next()? {
+                b',' => {}
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    scan.space();
+    (scan.at == text.len()).then_some(())
+}
+
+/// A position in one line being walked by [`scan_fields`].
+struct Scan<'b> {
+    text: &'b str,
+    at: usize,
+}
+
+impl<'b> Scan<'b> {
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.at += 1;
+        Some(b)
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        (self.next()? == b).then_some(())
+    }
+
+    /// JSON whitespace, as serde_json takes it.
+    fn space(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\n' | b'\t' | b'\r')) {
+            self.at += 1;
+        }
+    }
+
+    fn literal(&mut self, word: &str) -> Option<()> {
+        let end = self.at + word.len();
+        (self.text.as_bytes().get(self.at..end)? == word.as_bytes()).then_some(())?;
+        self.at = end;
+        Some(())
+    }
+
+    /// A string without escapes, its text borrowed.
+    fn plain_string(&mut self) -> Option<&'b str> {
+        self.eat(b'"')?;
+        let bytes = self.text.as_bytes();
+        let end = next_escape(bytes, self.at);
+        (bytes.get(end) == Some(&b'"')).then_some(())?;
+        let text = self.text.get(self.at..end)?;
+        self.at = end + 1;
+        Some(text)
+    }
+
+    /// Skips a string as serde_json's `ignore_str` does: escapes checked, not decoded. The line
+    /// has no control byte (checked first), so only quotes and backslashes matter here.
+    fn skip_string(&mut self) -> Option<()> {
+        self.eat(b'"')?;
+        let bytes = self.text.as_bytes();
+        loop {
+            self.at += memchr::memchr2(b'"', b'\\', &bytes[self.at..])?;
+            match self.next()? {
+                b'"' => return Some(()),
+                b'\\' => match self.next()? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                    b'u' => {
+                        let hex = bytes.get(self.at..self.at + 4)?;
+                        hex.iter().all(u8::is_ascii_hexdigit).then_some(())?;
+                        self.at += 4;
+                    }
+                    _ => return None,
+                },
+                _ => return None,
+            }
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.at;
+        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            self.at += 1;
+        }
+        self.at - start
+    }
+
+    /// Skips a number by JSON's grammar (serde_json checks no range for a number it ignores).
+    fn number(&mut self) -> Option<()> {
+        if self.peek() == Some(b'-') {
+            self.at += 1;
+        }
+        match self.next()? {
+            b'0' => {}
+            b'1'..=b'9' => {
+                self.digits();
+            }
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            (self.digits() > 0).then_some(())?;
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.at += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            (self.digits() > 0).then_some(())?;
+        }
+        Some(())
+    }
+
+    /// Skips one value nested `depth` deep.
+    fn value(&mut self, depth: usize) -> Option<()> {
+        if depth >= MAX_FAST_DEPTH {
+            return None;
+        }
+        match self.peek()? {
+            b'"' => self.skip_string(),
+            b't' => self.literal("true"),
+            b'f' => self.literal("false"),
+            b'n' => self.literal("null"),
+            b'-' | b'0'..=b'9' => self.number(),
+            open @ (b'{' | b'[') => {
+                self.at += 1;
+                let close = if open == b'{' { b'}' } else { b']' };
+                self.space();
+                if self.peek() == Some(close) {
+                    self.at += 1;
+                    return Some(());
+                }
+                loop {
+                    self.space();
+                    if open == b'{' {
+                        self.skip_string()?;
+                        self.space();
+                        self.eat(b':')?;
+                        self.space();
+                    }
+                    self.value(depth + 1)?;
+                    self.space();
+                    match self.next()? {
+                        b',' => {}
+                        b if b == close => return Some(()),
+                        _ => return None,
+                    }
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The value starting at `nodes[*at]`, as serde_json reads it; `None` to leave the fast path.
+fn tape_value(nodes: &[Node<'_>], at: &mut usize, depth: usize) -> Option<Value> {
+    let node = *nodes.get(*at)?;
+    *at += 1;
+    if matches!(node, Node::Array { .. } | Node::Object { .. }) && depth + 1 >= MAX_FAST_DEPTH {
+        return None;
+    }
+    #[allow(unreachable_patterns)] // 128-bit numbers, should a feature turn them on
+    Some(match node {
+        Node::String(s) => Value::String(s.to_owned()),
+        Node::Static(StaticNode::Null) => Value::Null,
+        Node::Static(StaticNode::Bool(b)) => Value::Bool(b),
+        // simd-json reads `-0` as the integer 0; serde_json as the float -0.0.
+        Node::Static(StaticNode::I64(0)) => Value::Number(Number::from_f64(-0.0)?),
+        Node::Static(StaticNode::I64(n)) => Value::Number(n.into()),
+        Node::Static(StaticNode::U64(n)) => Value::Number(n.into()),
+        Node::Static(StaticNode::F64(f)) => Value::Number(Number::from_f64(f)?),
+        Node::Array { len, .. } => {
+            let mut items = Vec::with_capacity(len);
+            for _ in 0..len {
+                items.push(tape_value(nodes, at, depth + 1)?);
+            }
+            Value::Array(items)
+        }
+        Node::Object { len, .. } => {
+            let mut map = Map::with_capacity(len);
+            for _ in 0..len {
+                let Node::String(key) = *nodes.get(*at)? else {
+                    return None;
+                };
+                *at += 1;
+                let value = tape_value(nodes, at, depth + 1)?;
+                map.insert(key.to_owned(), value);
+            }
+            Value::Object(map)
+        }
+        _ => return None,
+    })
+}
+
+/// What [`write_str`] writes for each byte: 0 for itself, else the escape letter.
+const ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = b'u';
+        b += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0a] = b'n';
+    table[0x0c] = b'f';
+    table[0x0d] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
+/// The index of the first byte of `bytes` at or after `from` that needs an escape, or its length.
+/// Eight bytes at a time: a control byte, `"` or `\\` sets the high bit of its lane.
+fn next_escape(bytes: &[u8], mut from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Whole 32-byte chunks first, without an early exit, so the compiler can vectorize the test.
+    while let Some(chunk) = bytes.get(from..from + 32) {
+        let hit = chunk.iter().fold(false, |hit, &b| {
+            hit | (b < 0x20) | (b == b'"') | (b == b'\\')
+        });
+        if hit {
+            break;
+        }
+        from += 32;
+    }
+    while let Some(chunk) = bytes.get(from..from + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let quote = w ^ (ONES * b'"' as u64);
+        let slash = w ^ (ONES * b'\\' as u64);
+        let hit =
+            (w.wrapping_sub(ONES * 0x20) | quote.wrapping_sub(ONES) | slash.wrapping_sub(ONES))
+                & !w
+                & HIGH;
+        if hit != 0 {
+            // A lane's borrow only reaches lanes above a real hit, so the lowest one is real.
+            return from + (hit.trailing_zeros() / 8) as usize;
+        }
+        from += 8;
+    }
+    bytes[from..]
+        .iter()
+        .position(|&b| ESCAPE[b as usize] != 0)
+        .map_or(bytes.len(), |i| from + i)
+}
+
+/// Appends `s` as a JSON string, escaped as serde_json escapes it.
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    loop {
+        let at = next_escape(bytes, start);
+        out.extend_from_slice(&bytes[start..at]);
+        let Some(&b) = bytes.get(at) else { break };
+        match ESCAPE[b as usize] {
+            b'u' => out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 0xf) as usize],
+            ]),
+            letter => out.extend_from_slice(&[b'\\', letter]),
+        }
+        start = at + 1;
+    }
+    out.push(b'"');
+}
+
+/// Appends `value` as compact JSON, byte for byte what `serde_json::to_writer` writes.
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        // serde_json's own number formatting (itoa, ryu); writing into a `Vec` cannot fail.
+        Value::Number(n) => serde_json::to_writer(&mut *out, n).expect("writes into memory"),
+        Value::String(s) => write_str(out, s),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => write_value_map(out, map),
+    }
+}
+
+/// Appends the object `map` as compact JSON.
+pub(crate) fn write_value_map(out: &mut Vec<u8>, map: &Map<String, Value>) {
+    out.push(b'{');
+    for (i, (k, v)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, k);
+        out.push(b':');
+        write_value(out, v);
+    }
+    out.push(b'}');
+}
+
+/// Appends the object `base` would be after `Map::insert` of each of `keys` in order: a key
+/// `base` has keeps its place, the others follow in order. `put` writes the value of `keys[i]`.
+/// Writing it this way copies nothing from `base`.
+pub(crate) fn write_object<E>(
+    out: &mut Vec<u8>,
+    base: &Map<String, Value>,
+    keys: &[&str],
+    mut put: impl FnMut(&mut Vec<u8>, usize) -> Result<(), E>,
+) -> Result<(), E> {
+    assert!(keys.len() <= 64, "write_object takes at most 64 keys");
+    out.push(b'{');
+    let mut done = 0u64;
+    let mut first = true;
+    let mut key = |out: &mut Vec<u8>, k: &str| {
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+        write_str(out, k);
+        out.push(b':');
+    };
+    for (k, v) in base {
+        key(out, k);
+        match keys.iter().position(|w| w == k) {
+            Some(i) => {
+                done |= 1 << i;
+                put(out, i)?;
+            }
+            None => write_value(out, v),
+        }
+    }
+    for (i, k) in keys.iter().enumerate() {
+        // A key given twice is written once, where `Map::insert` would leave it.
+        if done & (1 << i) == 0 && !keys[..i].contains(k) {
+            key(out, k);
+            put(out, i)?;
+        }
+    }
+    out.push(b'}');
+    Ok(())
+}
+
 /// Opens a source file for reading, as a typed error if it cannot be.
 pub fn open(origin: &Origin) -> Result<std::fs::File, ParseError> {
     std::fs::File::open(origin.path()).map_err(|e| {
@@ -144,5 +711,170 @@ mod tests {
         );
         assert_eq!(seen[3], "ok Line(5)");
         assert!(seen[4].starts_with("err Line(6) truncated"), "{}", seen[4]);
+    }
+
+    /// Every non-blank line of every shared fixture (and some edge cases), as bytes.
+    fn sample_lines() -> Vec<Vec<u8>> {
+        let mut lines: Vec<Vec<u8>> = [
+            r#"{"a":-0,"b":-0.0,"c":1e-400,"d":0.1,"e":1E5,"f":-1.5e-3,"g":2.2250738585072011e-308}"#,
+            r#"{"a":18446744073709551615,"b":18446744073709551616,"c":-9223372036854775809}"#,
+            r#"{"a":1,"a":{"x":[1,2]},"b":2,"a":3}"#,
+            r#"{"a":"\ud83d\ude00 \u00e9\u0000\"\\\/\b\f\n\r\t","b":"\u007f\u001f"}"#,
+            r#"{"lone":"\ud800"}"#,
+            r#"{"lone":"\udc00x"}"#,
+            r#"{"a":1e400}"#,
+            "{\"a\":\"x\u{1}y\"}",
+            "{\"a\":\"\u{7f}é漢字🙂\"}",
+            r#"{"a":1} x"#,
+            r#"{"a":[1,]}"#,
+            r#"[1,2]"#,
+            r#"{"k":tru}"#,
+            r#"  {"a":{"b":[[[[{}]]]]}}  "#,
+        ]
+        .iter()
+        .map(|l| l.as_bytes().to_vec())
+        .collect();
+        lines.push(b"{\"a\":\"\xff\"}".to_vec());
+        for depth in [98, 99, 100, 101, 127, 128, 200] {
+            let mut line = b"{\"a\":".to_vec();
+            line.extend(std::iter::repeat_n(b'[', depth));
+            line.extend(std::iter::repeat_n(b']', depth));
+            line.push(b'}');
+            lines.push(line);
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
+        for entry in walkdir::WalkDir::new(root).sort_by_file_name() {
+            let Ok(entry) = entry else { continue };
+            let name = entry.file_name().to_string_lossy();
+            if entry.file_type().is_file() && (name.ends_with(".jsonl") || name.ends_with(".json"))
+            {
+                let bytes = std::fs::read(entry.path()).unwrap();
+                lines.extend(
+                    bytes
+                        .split(|&b| b == b'\n')
+                        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+                        .map(<[u8]>::to_vec),
+                );
+            }
+        }
+        assert!(lines.len() > 1000, "the shared fixtures are found");
+        lines
+    }
+
+    #[test]
+    fn the_line_parser_reads_what_serde_json_reads() {
+        let origin = Origin::new("test", "/x.jsonl", "x.jsonl");
+        let mut parser = LineParser::default();
+        for (i, line) in sample_lines().iter().enumerate() {
+            let ours = parser.record(&origin, 1, line);
+            let theirs = Record::from_json_line(&origin, 1, line);
+            match (ours, theirs) {
+                (Ok(a), Ok(b)) => {
+                    let (a, b) = (a.into_rest().into_inner(), b.into_rest().into_inner());
+                    assert_eq!(a, b, "line {i}");
+                    // Same keys in the same order, floats to the same bits.
+                    assert_eq!(
+                        serde_json::to_string(&a).unwrap(),
+                        serde_json::to_string(&b).unwrap(),
+                        "line {i}"
+                    );
+                }
+                (Err(a), Err(b)) => assert_eq!(a, b, "line {i}"),
+                (a, b) => panic!(
+                    "line {i} {:?}: {a:?} vs {b:?}",
+                    String::from_utf8_lossy(line)
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn survey_fields_are_what_line_fields_reads() {
+        const WANTED: [&str; 4] = ["a", "uuid", "isSidechain", "cwd"];
+        let origin = Origin::new("test", "/x.jsonl", "x.jsonl");
+        let mut lines = sample_lines();
+        lines.push(br#"{"a":"x","a":1,"uuid":"u","isSidechain":true,"cwd":{"x":"y"}}"#.to_vec());
+        lines.push(br#"{"a":1,"a":"x","uuid":[1,{"uuid":"no"}],"isSidechain":false}"#.to_vec());
+        lines.push(br#"{"n":1e400,"a":"big numbers are skipped, not read"}"#.to_vec());
+        let (mut walked, mut objects) = (0, 0);
+        for (i, line) in lines.iter().enumerate() {
+            walked += usize::from(scan_fields(line, &WANTED, &mut Vec::new()).is_some());
+            let ours = survey_fields(3, line, &WANTED);
+            let theirs = LineFields::parse(3, line, &WANTED);
+            objects += usize::from(theirs.is_some());
+            match (ours, theirs) {
+                (Some(ours), Some(theirs)) => {
+                    for key in WANTED {
+                        assert_eq!(ours.str(key), theirs.str(key).map(|s| *s.get()));
+                        assert_eq!(
+                            ours.extract(&origin, key),
+                            theirs.str(key).map(|s| s.to_owned()),
+                            "line {i} {key}"
+                        );
+                        assert_eq!(
+                            ours.bool(key),
+                            theirs.bool(key).map(|b| *b.get()),
+                            "line {i} {key}"
+                        );
+                    }
+                    assert_eq!(ours.position(&origin).get(), theirs.position().get());
+                }
+                (None, None) => {}
+                (a, b) => panic!(
+                    "line {i} {:?}: {a:?} vs {b:?}",
+                    String::from_utf8_lossy(line)
+                ),
+            }
+        }
+        assert!(
+            walked * 10 > objects * 9,
+            "the walk reads most lines itself"
+        );
+    }
+
+    #[test]
+    fn the_writer_writes_what_serde_json_writes() {
+        let mut out = Vec::new();
+        for line in sample_lines() {
+            let Ok(value) = serde_json::from_slice::<Value>(&line) else {
+                continue;
+            };
+            out.clear();
+            write_value(&mut out, &value);
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                serde_json::to_string(&value).unwrap()
+            );
+        }
+        let every_byte: String = (0u8..0x80).map(char::from).collect::<String>() + "é\u{2028}🙂";
+        for s in [
+            every_byte.as_str(),
+            "",
+            "\"",
+            "abcdefg\\",
+            "12345678\n",
+            "x\u{1f}",
+        ] {
+            out.clear();
+            write_str(&mut out, s);
+            assert_eq!(out, serde_json::to_vec(s).unwrap());
+        }
+    }
+
+    #[test]
+    fn write_object_places_keys_as_map_insert_does() {
+        let base: Map<String, Value> = serde_json::from_str(r#"{"a":1,"t":2,"b":3}"#).unwrap();
+        let mut out = Vec::new();
+        let keys = ["t", "z", "t", "y"];
+        write_object(&mut out, &base, &keys, |out, i| {
+            write_str(out, keys[i]);
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        let mut expected = base.clone();
+        for k in keys {
+            expected.insert(k.into(), k.into());
+        }
+        assert_eq!(out, serde_json::to_vec(&expected).unwrap());
     }
 }

@@ -13,6 +13,7 @@ pub mod convert;
 mod digest;
 mod discover;
 pub mod face;
+mod hold;
 pub mod jsonl;
 pub mod opencode;
 pub mod output;

@@ -1,17 +1,20 @@
 //! [`Output`] implementations: a directory, memory, and a single stream.
 
 use crate::face::{Output, WriteError, check_relative_path};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 /// Files under a directory. Every path is checked to stay inside it, and a file that exists
-/// before this run is never opened for writing.
+/// before this run is never opened for writing. Appends stream: each open file has one bounded
+/// buffer (at most [`MAX_OPEN_FILES`] of them), so no file is ever held whole in memory.
 pub struct DirOutput {
     root: PathBuf,
     open: BTreeMap<String, BufWriter<File>>,
     written: Vec<String>,
+    /// The same paths, for the lookup on every (re)open.
+    created: HashSet<String>,
     /// Files of finished source units: closed to further appends.
     sealed: BTreeSet<String>,
 }
@@ -26,6 +29,7 @@ impl DirOutput {
             root: root.into(),
             open: BTreeMap::new(),
             written: Vec::new(),
+            created: HashSet::new(),
             sealed: BTreeSet::new(),
         }
     }
@@ -62,7 +66,7 @@ impl Output for DirOutput {
                 path: path.display().to_string(),
                 error,
             };
-            let first_time = !self.written.iter().any(|w| w == relative);
+            let first_time = !self.created.contains(relative);
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(io)?;
             }
@@ -85,6 +89,7 @@ impl Output for DirOutput {
             };
             if first_time {
                 self.written.push(relative.to_owned());
+                self.created.insert(relative.to_owned());
             }
             if self.open.len() >= MAX_OPEN_FILES
                 && let Some((old, mut w)) = self.open.pop_first()

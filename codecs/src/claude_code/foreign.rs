@@ -14,15 +14,29 @@
 //! * the file at `<encoded cwd>/<session uuid>.jsonl`; a sub-agent (a child session without a
 //!   cut-point) at `<encoded cwd>/<parent uuid>/subagents/agent-<id>.jsonl`.
 //!
-//! Sessions are held until the end of their source, because pairing needs the whole session.
+//! Streaming (docs/decisions.md, "Foreign writers stream"): lines are written as soon as they
+//! are final, so memory is bounded by the open responses, never by the session. Per session the
+//! writer keeps only the previous line's uuid, the line count, the model in force and the tool
+//! call ids written so far. A response (a run of consecutive assistant messages) is held until it
+//! is final: the run has ended (a user or tool message came) and every call in it has its result,
+//! because a call is written only with its result and the results go right after the response.
+//! What comes while it waits (the next responses, harness-only user text such as a Codex
+//! `developer` notice) is held behind it, in order. Tool results follow their calls closely;
+//! when a conversational user message begins a turn, or more than `hold::MAX_HELD` items are
+//! held, the oldest waiting response is written with its unanswered calls left out (loss
+//! `tool_call_unpaired`), and a result that arrives for no waiting call (after that, before its
+//! call, or never called) is left out at once (loss `tool_result_unpaired`).
 
 use super::naming::{encode_cwd, hex_id, is_uuid, resume_command, uuid_v5};
 use crate::face::{Losses, Target, WriteError, Written};
+use crate::hold::{MAX_HELD, harness_only};
 use pond_canonical::{
     AssistantPart, FileData, FilePart, Message, Provenance, Session, ToolPart, ToolResultPart,
     UserPart,
 };
+use serde::Serialize;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
 
 /// The Claude Code version whose transcript format the foreign write produces (the `version`
@@ -32,90 +46,32 @@ pub const TARGET_VERSION: &str = "2.1.197";
 /// Claude Code's marker for an assistant message no Anthropic model produced (format reference §6).
 pub const SYNTHETIC_MODEL: &str = "<synthetic>";
 
-/// A foreign session held until the end of its source.
-struct Pending {
-    session: Session,
-    messages: Vec<Message>,
-}
-
-/// Holds foreign sessions and writes them as Claude Code transcripts.
+/// Writes foreign sessions as Claude Code transcripts, line by line as they become final.
 #[derive(Default)]
 pub struct ForeignWriter {
-    pending: Vec<Pending>,
+    /// The foreign sessions of the current source, in the order they began.
+    streams: Vec<Stream>,
     index: HashMap<String, usize>,
     /// Every session this writer placed: canonical id -> (Claude session uuid, project).
     known: HashMap<String, (String, String)>,
 }
 
 impl ForeignWriter {
-    /// Whether `session` is a foreign session held here.
+    /// Whether `session` is a foreign session of the current source.
     pub fn holds(&self, session: &str) -> bool {
         self.index.contains_key(session)
     }
 
-    /// A foreign session begins.
+    /// A foreign session begins: its file and ids are decided (nothing is written yet).
     pub fn session(&mut self, session: &Session) {
-        self.index
-            .insert(session.id.to_string(), self.pending.len());
-        self.pending.push(Pending {
-            session: session.clone(),
-            messages: Vec::new(),
-        });
-    }
-
-    /// A message of a held session.
-    pub fn message(&mut self, message: &Message) {
-        if let Some(&i) = self.index.get(message.session_id().as_str())
-            && let Some(p) = self.pending.get_mut(i)
-        {
-            p.messages.push(message.clone());
-        }
-    }
-
-    /// Writes every held session.
-    pub fn flush(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
-        self.index.clear();
-        let pending = std::mem::take(&mut self.pending);
-        for p in &pending {
-            let uuid = session_uuid(&p.session);
-            self.known.insert(
-                p.session.id.to_string(),
-                (uuid, p.session.project.as_str().to_owned()),
-            );
-        }
-        for p in pending {
-            self.write(&p, target)?;
-        }
-        Ok(())
-    }
-
-    fn write(&self, p: &Pending, target: &mut Target<'_>) -> Result<(), WriteError> {
-        let session = &p.session;
         let project = session.project.as_str();
         let uuid = session_uuid(session);
-        let at = format!("session {}", session.id);
-        if uuid != session.id.as_str() {
-            target.losses.record(
-                "session_id_derived",
-                &at,
-                format!(
-                    "Claude Code session ids are UUIDs: `{}` is written as {uuid} (UUID v5 of the source id)",
-                    session.id
-                ),
-            );
-        }
+        self.known
+            .insert(session.id.to_string(), (uuid.clone(), project.to_owned()));
         // A child without a cut-point is a sub-agent; a fork (with a cut-point) is a session of
         // its own in Claude Code, which keeps no on-disk parent pointer (format reference §11).
         let subagent = match (&session.parent_session_id, &session.parent_message_id) {
             (Some(parent), None) => Some(parent.as_str().to_owned()),
-            (Some(_), Some(_)) => {
-                target.losses.record(
-                    "fork_parent_link",
-                    &at,
-                    "Claude Code keeps no parent pointer for a forked session; it is written as a session of its own",
-                );
-                None
-            }
             _ => None,
         };
         let (file, session_field, agent_id, written_id, resume) = match subagent {
@@ -127,6 +83,8 @@ impl ForeignWriter {
                 resume_command(project, &uuid),
             ),
             Some(parent) => {
+                // The parent is placed before its children in a source; one that is not (or is
+                // in another source) is derived the same way, in the child's project.
                 let (parent_uuid, parent_project) =
                     self.known.get(&parent).cloned().unwrap_or_else(|| {
                         let derived = if is_uuid(&parent) {
@@ -149,33 +107,64 @@ impl ForeignWriter {
                 )
             }
         };
-        let mut render = Render::new(session, session_field, agent_id, target.losses);
-        render.messages(&p.messages);
-        let lines = render.lines;
-        if lines.is_empty() {
-            target.losses.record(
-                "empty_session",
-                &at,
-                "nothing of the session has a Claude Code form, so no file was written",
-            );
-            return Ok(());
-        }
-        let mut bytes = Vec::new();
-        for line in &lines {
-            let text = serde_json::to_vec(line).map_err(|e| WriteError::Unrepresentable {
-                session: session.id.to_string(),
-                reason: e.to_string(),
-            })?;
-            bytes.extend_from_slice(&text);
-            bytes.push(b'\n');
-        }
-        target.out.append(&file, &bytes)?;
-        target.written.push(Written {
-            source_session: session.id.to_string(),
-            session: written_id,
-            file,
-            resume: Some(resume),
+        self.index
+            .insert(session.id.to_string(), self.streams.len());
+        self.streams.push(Stream {
+            canonical: session.id.to_string(),
+            uuid,
+            fork: session.parent_session_id.is_some() && session.parent_message_id.is_some(),
+            cwd: project.to_owned(),
+            session_field,
+            agent_id,
+            written: Written {
+                source_session: session.id.to_string(),
+                session: written_id,
+                file,
+                resume: Some(resume),
+            },
+            lines: 0,
+            prev: None,
+            model: find_model(&session.options, 4),
+            queue: VecDeque::new(),
+            call_ids: HashSet::new(),
+            buf: Vec::new(),
+            started: false,
         });
+    }
+
+    /// A message of a foreign session: written at once, or held with its open response.
+    pub fn message(
+        &mut self,
+        message: &Message,
+        target: &mut Target<'_>,
+    ) -> Result<(), WriteError> {
+        let Some(&i) = self.index.get(message.session_id().as_str()) else {
+            return Ok(());
+        };
+        let stream = &mut self.streams[i];
+        stream.start(target.losses);
+        stream.message(message, target.losses);
+        stream.write(target)
+    }
+
+    /// The end of the source: every held response is written (its unanswered calls left out),
+    /// and each session that got lines is listed as written.
+    pub fn flush(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
+        self.index.clear();
+        for mut stream in std::mem::take(&mut self.streams) {
+            stream.start(target.losses);
+            stream.release(true, target.losses);
+            stream.write(target)?;
+            if stream.lines == 0 {
+                target.losses.record(
+                    "empty_session",
+                    format!("session {}", stream.canonical),
+                    "nothing of the session has a Claude Code form, so no file was written",
+                );
+            } else {
+                target.written.push(stream.written);
+            }
+        }
         Ok(())
     }
 }
@@ -190,157 +179,319 @@ fn session_uuid(session: &Session) -> String {
     }
 }
 
-/// A tool result found in the session, waiting for its call.
+/// A tool result waiting to be written after its call's response.
 struct Found {
     part: ToolResultPart,
     timestamp: String,
     message: String,
 }
 
-/// A response being written: its `message.id` and the results that follow it.
-struct Response {
-    id: String,
-    results: Vec<(String, Found)>,
+/// One block of a held assistant line: final, or a tool call written only if it is answered.
+enum Block {
+    Ready(Out),
+    /// The call at this index of the response's calls.
+    Call(usize),
 }
 
-/// One session's lines.
-struct Render<'a> {
+/// An assistant message of the open response, its blocks not yet final.
+struct Held {
+    message: String,
+    timestamp: String,
+    model: Option<String>,
+    blocks: Vec<Block>,
+}
+
+/// A tool call of the open response and, once it came, its result.
+struct Call {
+    call: String,
+    name: String,
+    input: Value,
+    provider_executed: bool,
+    at: String,
+    result: Option<Found>,
+}
+
+/// A response held back: its assistant messages and calls, until every call is answered.
+#[derive(Default)]
+struct Response {
+    held: Vec<Held>,
+    calls: Vec<Call>,
+    /// Whether the run of assistant messages has ended (a user or tool message came).
+    ended: bool,
+}
+
+/// What a session holds back, in order: responses, and harness-only user messages after one
+/// that waits.
+enum Item {
+    Response(Response),
+    User(Message),
+}
+
+impl Response {
+    fn answered(&self) -> bool {
+        self.calls.iter().all(|c| c.result.is_some())
+    }
+}
+
+/// One foreign session being written.
+struct Stream {
     canonical: String,
+    uuid: String,
+    fork: bool,
     cwd: String,
     session_field: String,
     agent_id: Option<String>,
-    losses: &'a mut Losses,
-    lines: Vec<Value>,
+    /// Its entry in the written list, pushed at the end of the source if it got any line.
+    written: Written,
+    /// Lines written so far (each line's uuid derives from its index).
+    lines: usize,
     prev: Option<String>,
     model: Option<String>,
-    response: Option<Response>,
-    /// Results by the call id they answer, in session order.
-    results: HashMap<String, VecDeque<Found>>,
+    /// What is held back, oldest first; the last may be the open response.
+    queue: VecDeque<Item>,
     /// Tool call ids written so far (Claude needs them unique).
     call_ids: HashSet<String>,
+    /// Lines made final since the last write to the output.
+    buf: Vec<u8>,
+    /// Whether the session-level losses were recorded.
+    started: bool,
 }
 
-impl<'a> Render<'a> {
-    fn new(
-        session: &Session,
-        session_field: String,
-        agent_id: Option<String>,
-        losses: &'a mut Losses,
-    ) -> Self {
-        Self {
-            canonical: session.id.to_string(),
-            cwd: session.project.as_str().to_owned(),
-            session_field,
-            agent_id,
-            losses,
-            lines: Vec::new(),
-            prev: None,
-            model: find_model(&Value::Object(session.options.clone()), 4),
-            response: None,
-            results: HashMap::new(),
-            call_ids: HashSet::new(),
-        }
-    }
+/// One transcript line, serialized in the field order Claude Code writes.
+#[derive(Serialize)]
+struct Line<'a, M: Serialize> {
+    #[serde(rename = "parentUuid")]
+    parent_uuid: Option<&'a str>,
+    #[serde(rename = "isSidechain")]
+    is_sidechain: bool,
+    #[serde(rename = "userType")]
+    user_type: &'static str,
+    cwd: &'a str,
+    #[serde(rename = "sessionId")]
+    session_id: &'a str,
+    version: &'static str,
+    #[serde(rename = "agentId", skip_serializing_if = "Option::is_none")]
+    agent_id: Option<&'a str>,
+    #[serde(rename = "type")]
+    kind: &'a str,
+    message: &'a M,
+    #[serde(rename = "isMeta", skip_serializing_if = "std::ops::Not::not")]
+    is_meta: bool,
+    uuid: &'a str,
+    timestamp: &'a str,
+}
 
+/// A block of an assistant line.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Out {
+    Text {
+        text: String,
+    },
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+}
+
+/// An assistant line's `message`, in the field order Claude Code writes.
+#[derive(Serialize)]
+struct AssistantBody<'a> {
+    model: &'a str,
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    role: &'static str,
+    content: &'a [Out],
+    stop_reason: Option<()>,
+    stop_sequence: Option<()>,
+    usage: Usage,
+}
+
+#[derive(Serialize)]
+struct Usage {
+    input_tokens: u32,
+    output_tokens: u32,
+}
+
+/// A user line's `message`.
+#[derive(Serialize)]
+struct UserBody<C: Serialize> {
+    role: &'static str,
+    content: C,
+}
+
+/// A `tool_result` block.
+#[derive(Serialize)]
+struct ResultBlock<'a> {
+    tool_use_id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    content: &'a Value,
+    is_error: bool,
+}
+
+impl Stream {
     fn at(&self, message: &Message) -> String {
         format!("session {} message {}", self.canonical, message.id())
     }
 
-    fn messages(&mut self, messages: &[Message]) {
-        for m in messages {
-            let found = |part: &ToolResultPart| Found {
-                part: part.clone(),
-                timestamp: m.timestamp().as_str().to_owned(),
-                message: m.id().to_string(),
-            };
-            let parts: Vec<&ToolResultPart> = match m {
-                Message::Tool(t) => t
-                    .content
-                    .iter()
-                    .filter_map(|p| match p {
-                        ToolPart::ToolResult(r) => Some(r),
-                        _ => None,
-                    })
-                    .collect(),
-                Message::Assistant(a) => a
-                    .content
-                    .iter()
-                    .filter_map(|p| match p {
-                        AssistantPart::ToolResult(r) => Some(r),
-                        _ => None,
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
-            for r in parts {
-                self.results
-                    .entry(r.call_id.as_str().to_owned())
-                    .or_default()
-                    .push_back(found(r));
-            }
+    /// The session-level losses, recorded before its first message's.
+    fn start(&mut self, losses: &mut Losses) {
+        if std::mem::replace(&mut self.started, true) {
+            return;
         }
-        for m in messages {
-            if let Some(model) = find_model(&Value::Object(m.options().clone()), 4) {
-                self.model = Some(model);
-            }
-            match m {
-                Message::Assistant(_) => self.assistant(m),
-                // Records written as nothing (carriers, system text) do not end a response.
-                Message::System(_) => self.system(m),
-                Message::User(_) => {
-                    self.close_response();
-                    self.user(m);
-                }
-                Message::Tool(_) => {
-                    self.close_response();
-                    self.tool(m);
-                }
-            }
+        let at = format!("session {}", self.canonical);
+        if self.uuid != self.canonical {
+            losses.record(
+                "session_id_derived",
+                &at,
+                format!(
+                    "Claude Code session ids are UUIDs: `{}` is written as {} (UUID v5 of the source id)",
+                    self.canonical, self.uuid
+                ),
+            );
         }
-        self.close_response();
-        let mut left: Vec<(String, String)> = self
-            .results
-            .drain()
-            .flat_map(|(call, q)| q.into_iter().map(move |f| (f.message, call.clone())))
-            .collect();
-        left.sort();
-        for (message, call) in left {
-            self.losses.record(
-                "tool_result_unpaired",
-                format!("session {} message {message}", self.canonical),
-                format!("the result of call `{call}` has no call in the session; Claude Code drops a tool_result without its tool_use"),
+        if self.fork {
+            losses.record(
+                "fork_parent_link",
+                &at,
+                "Claude Code keeps no parent pointer for a forked session; it is written as a session of its own",
             );
         }
     }
 
+    /// Writes the lines made final so far.
+    fn write(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        target.out.append(&self.written.file, &self.buf)?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    fn message(&mut self, m: &Message, losses: &mut Losses) {
+        if let Some(model) = find_model(m.options(), 4) {
+            self.model = Some(model);
+        }
+        match m {
+            Message::Assistant(_) => self.assistant(m, losses),
+            // Records written as nothing (carriers, system text) do not end a response.
+            Message::System(_) => self.system(m, losses),
+            Message::User(_) => {
+                self.end_run();
+                if !harness_only(m) {
+                    // A user turn: results still awaited will not come.
+                    self.release(true, losses);
+                }
+                if self.queue.is_empty() {
+                    self.user(m, losses);
+                } else {
+                    self.queue.push_back(Item::User(m.clone()));
+                }
+            }
+            Message::Tool(t) => {
+                self.end_run();
+                let at = self.at(m);
+                for part in &t.content {
+                    match part {
+                        ToolPart::ToolResult(r) => self.result(r, m, losses),
+                        ToolPart::ToolApprovalResponse(_) => losses.record(
+                            "tool_approval",
+                            &at,
+                            "Claude Code transcripts record no tool approval answers",
+                        ),
+                    }
+                }
+            }
+        }
+        self.release(false, losses);
+    }
+
+    /// The open response (the last item held, if a response still taking assistant messages)
+    /// takes no more.
+    fn end_run(&mut self) {
+        if let Some(Item::Response(r)) = self.queue.back_mut() {
+            r.ended = true;
+        }
+    }
+
+    /// Writes what is held, oldest first, while it is final (or everything when `all`, or the
+    /// oldest while more than `MAX_HELD` items are held).
+    fn release(&mut self, all: bool, losses: &mut Losses) {
+        while let Some(front) = self.queue.front() {
+            let waits = match front {
+                Item::Response(r) => !r.ended || !r.answered(),
+                Item::User(_) => false,
+            };
+            if waits && !all && self.queue.len() <= MAX_HELD {
+                break;
+            }
+            match self.queue.pop_front() {
+                Some(Item::Response(r)) => self.write_response(r, losses),
+                Some(Item::User(m)) => self.user(&m, losses),
+                None => break,
+            }
+        }
+    }
+
+    /// A result: to the first waiting call it answers, else left out.
+    fn result(&mut self, part: &ToolResultPart, m: &Message, losses: &mut Losses) {
+        let call = part.call_id.as_str();
+        let slot = self.queue.iter_mut().find_map(|item| match item {
+            Item::Response(r) => r
+                .calls
+                .iter_mut()
+                .find(|c| c.result.is_none() && c.call == call),
+            Item::User(_) => None,
+        });
+        match slot {
+            Some(slot) => {
+                slot.result = Some(Found {
+                    part: part.clone(),
+                    timestamp: m.timestamp().as_str().to_owned(),
+                    message: m.id().to_string(),
+                });
+            }
+            None => losses.record(
+                "tool_result_unpaired",
+                self.at(m),
+                format!("the result of call `{call}` has no call waiting for it in the session; Claude Code drops a tool_result without its tool_use"),
+            ),
+        }
+    }
+
     /// Appends one line to the chain.
-    fn line(&mut self, kind: &str, message: Value, timestamp: &str, meta: bool) {
-        let uuid = uuid_v5(&format!("line:{}:{}", self.canonical, self.lines.len()));
-        let mut r = Map::new();
-        r.insert(
-            "parentUuid".into(),
-            self.prev.clone().map_or(Value::Null, Value::String),
-        );
-        r.insert("isSidechain".into(), Value::Bool(self.agent_id.is_some()));
-        r.insert("userType".into(), "external".into());
-        r.insert("cwd".into(), self.cwd.clone().into());
-        r.insert("sessionId".into(), self.session_field.clone().into());
-        r.insert("version".into(), TARGET_VERSION.into());
-        if let Some(agent) = &self.agent_id {
-            r.insert("agentId".into(), agent.clone().into());
-        }
-        r.insert("type".into(), kind.into());
-        r.insert("message".into(), message);
-        if meta {
-            r.insert("isMeta".into(), Value::Bool(true));
-        }
-        r.insert("uuid".into(), uuid.clone().into());
-        r.insert("timestamp".into(), timestamp.into());
-        self.lines.push(Value::Object(r));
+    fn line(&mut self, kind: &str, message: &impl Serialize, timestamp: &str, meta: bool) {
+        let uuid = uuid_v5(&format!("line:{}:{}", self.canonical, self.lines));
+        let line = Line {
+            parent_uuid: self.prev.as_deref(),
+            is_sidechain: self.agent_id.is_some(),
+            user_type: "external",
+            cwd: &self.cwd,
+            session_id: &self.session_field,
+            version: TARGET_VERSION,
+            agent_id: self.agent_id.as_deref(),
+            kind,
+            message,
+            is_meta: meta,
+            uuid: &uuid,
+            timestamp,
+        };
+        // Serializing string-keyed values into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut self.buf, &line);
+        self.buf.push(b'\n');
+        self.lines += 1;
         self.prev = Some(uuid);
     }
 
-    fn system(&mut self, m: &Message) {
+    fn system(&mut self, m: &Message, losses: &mut Losses) {
         let Message::System(s) = m else {
             return;
         };
@@ -351,7 +502,7 @@ impl<'a> Render<'a> {
                 .or_else(|| record.get("record_type"))
                 .and_then(Value::as_str)
                 .unwrap_or("untyped");
-            self.losses.record(
+            losses.record(
                 "source_record",
                 at,
                 format!(
@@ -359,7 +510,7 @@ impl<'a> Render<'a> {
                 ),
             );
         } else if !s.content.as_str().is_empty() {
-            self.losses.record(
+            losses.record(
                 "system_message",
                 at,
                 "Claude Code transcripts hold no system prompt; the system message is left out",
@@ -370,7 +521,7 @@ impl<'a> Render<'a> {
     /// User text: a conversational run is a prompt line; an injected run (harness scaffolding
     /// such as Codex's `<environment_context>`) is an `isMeta` line with each text wrapped in
     /// `<system-reminder>`, as Claude Code wraps its own harness text (format reference §5).
-    fn user(&mut self, m: &Message) {
+    fn user(&mut self, m: &Message, losses: &mut Losses) {
         let Message::User(u) = m else {
             return;
         };
@@ -380,7 +531,7 @@ impl<'a> Render<'a> {
             let (provenance, block) = match part {
                 UserPart::Text(t) => {
                     if t.text.as_str().trim().is_empty() {
-                        self.losses.record(
+                        losses.record(
                             "empty_text",
                             &at,
                             "an empty text block (the API refuses them) is left out",
@@ -395,7 +546,7 @@ impl<'a> Render<'a> {
                     };
                     (t.provenance, json!({"type": "text", "text": text}))
                 }
-                UserPart::File(f) => match self.file_block(f, &at) {
+                UserPart::File(f) => match file_block(f, &at, losses) {
                     Some(b) => (f.provenance, b),
                     None => continue,
                 },
@@ -405,7 +556,7 @@ impl<'a> Render<'a> {
                 _ => runs.push((provenance, vec![block])),
             }
         }
-        let timestamp = m.timestamp().as_str().to_owned();
+        let timestamp = m.timestamp().as_str();
         for (provenance, blocks) in runs {
             let content = match blocks.as_slice() {
                 [one] if one.get("type").and_then(Value::as_str) == Some("text") => {
@@ -415,97 +566,61 @@ impl<'a> Render<'a> {
             };
             self.line(
                 "user",
-                json!({"role": "user", "content": content}),
-                &timestamp,
+                &UserBody {
+                    role: "user",
+                    content,
+                },
+                timestamp,
                 provenance == Provenance::Injected,
             );
         }
     }
 
-    /// A tool message: its results were placed after their calls (or are reported unpaired at
-    /// the end); approval answers have no Claude Code record.
-    fn tool(&mut self, m: &Message) {
-        let Message::Tool(t) = m else {
-            return;
-        };
-        let at = self.at(m);
-        for part in &t.content {
-            if let ToolPart::ToolApprovalResponse(_) = part {
-                self.losses.record(
-                    "tool_approval",
-                    &at,
-                    "Claude Code transcripts record no tool approval answers",
-                );
-            }
-        }
-    }
-
-    fn file_block(&mut self, f: &FilePart, at: &str) -> Option<Value> {
-        let media = f.media_type.as_str();
-        let image = matches!(
-            media,
-            "image/png" | "image/jpeg" | "image/gif" | "image/webp"
-        );
-        match &f.data {
-            FileData::Base64(data) if image => Some(json!({
-                "type": "image",
-                "source": {"type": "base64", "media_type": media, "data": data},
-            })),
-            FileData::Base64(data) if media == "application/pdf" => Some(json!({
-                "type": "document",
-                "source": {"type": "base64", "media_type": media, "data": data},
-            })),
-            FileData::Url(url)
-                if media.starts_with("image/")
-                    && (url.starts_with("https://") || url.starts_with("http://")) =>
-            {
-                Some(json!({"type": "image", "source": {"type": "url", "url": url}}))
-            }
-            _ => {
-                self.losses.record(
-                    "file_unsupported",
-                    at,
-                    format!("a `{media}` file has no Claude Code block (images png/jpeg/gif/webp and PDF only)"),
-                );
-                None
-            }
-        }
-    }
-
-    fn assistant(&mut self, m: &Message) {
+    /// An assistant message joins the open response (starting one if none is open); its blocks
+    /// are final when the response is.
+    fn assistant(&mut self, m: &Message, losses: &mut Losses) {
         let Message::Assistant(a) = m else {
             return;
         };
         let at = self.at(m);
-        if has_key(&Value::Object(m.options().clone()), "encrypted_content", 4) {
-            self.losses.record(
+        if has_key(m.options(), "encrypted_content", 4) {
+            losses.record(
                 "reasoning_encrypted_content",
                 &at,
                 "provider-encrypted reasoning (Codex `encrypted_content`) cannot be sent to an Anthropic model; left out",
             );
         }
+        if !matches!(self.queue.back(), Some(Item::Response(r)) if !r.ended) {
+            self.queue.push_back(Item::Response(Response::default()));
+        }
+        let Some(Item::Response(response)) = self.queue.back_mut() else {
+            return;
+        };
         let mut blocks = Vec::new();
         for part in &a.content {
             match part {
                 AssistantPart::Text(t) => {
                     if t.text.as_str().trim().is_empty() {
-                        self.losses.record(
+                        losses.record(
                             "empty_text",
                             &at,
                             "an empty text block (the API refuses them) is left out",
                         );
                     } else {
-                        blocks.push(json!({"type": "text", "text": t.text.as_str()}));
+                        blocks.push(Block::Ready(Out::Text {
+                            text: t.text.as_str().to_owned(),
+                        }));
                     }
                 }
                 AssistantPart::Reasoning(r) => {
-                    match find_string(&Value::Object(r.options.clone()), &["signature", "thinkingSignature"], 4) {
-                        Some(signature) if !r.text.as_str().is_empty() => blocks.push(json!({
-                            "type": "thinking",
-                            "thinking": r.text.as_str(),
-                            "signature": signature,
-                        })),
-                        _ => self.losses.record(
+                    match find_string(&r.options, &["signature", "thinkingSignature"], 4) {
+                        Some(signature) if !r.text.as_str().is_empty() => {
+                            blocks.push(Block::Ready(Out::Thinking {
+                                thinking: r.text.as_str().to_owned(),
+                                signature,
+                            }))
+                        }
+                        _ => losses.record(
                             "reasoning_unsigned",
                             &at,
                             "reasoning text without an Anthropic signature cannot be a thinking block (the API refuses a forged or missing signature); left out",
@@ -513,90 +628,46 @@ impl<'a> Render<'a> {
                     }
                 }
                 AssistantPart::ToolCall(c) => {
-                    let call = c.call_id.as_str();
-                    let Some(found) = self.results.get_mut(call).and_then(VecDeque::pop_front)
-                    else {
-                        self.losses.record(
-                            "tool_call_unpaired",
-                            &at,
-                            format!("call `{call}` has no result in the session; Claude Code drops a tool_use without its tool_result"),
-                        );
-                        continue;
-                    };
-                    let id = self.call_id(call, &at);
-                    let input = match c.params.as_value() {
-                        Value::Object(o) => Value::Object(o.clone()),
-                        other => {
-                            self.losses.record(
-                                "tool_input_not_object",
-                                &at,
-                                "tool_use.input must be an object: a non-object input is wrapped as {\"input\": <value>}",
-                            );
-                            json!({"input": other})
-                        }
-                    };
-                    if c.provider_executed {
-                        self.losses.record(
-                            "provider_executed_flag",
-                            &at,
-                            "a provider-executed call is written as an ordinary tool_use",
-                        );
-                    }
-                    blocks.push(json!({
-                        "type": "tool_use",
-                        "id": id,
-                        "name": c.name.as_str(),
-                        "input": input,
-                    }));
-                    self.response_mut(m).results.push((id, found));
+                    blocks.push(Block::Call(response.calls.len()));
+                    response.calls.push(Call {
+                        call: c.call_id.as_str().to_owned(),
+                        name: c.name.as_str().to_owned(),
+                        input: c.params.as_value().clone(),
+                        provider_executed: c.provider_executed,
+                        at: at.clone(),
+                        result: None,
+                    });
                 }
-                AssistantPart::ToolResult(_) => {} // placed after its call
-                AssistantPart::File(_) => self.losses.record(
+                AssistantPart::ToolResult(_) => {} // placed after its call, below
+                AssistantPart::File(_) => losses.record(
                     "assistant_file",
                     &at,
                     "Claude Code assistant content holds no files; left out",
                 ),
-                AssistantPart::ToolApprovalRequest(_) => self.losses.record(
+                AssistantPart::ToolApprovalRequest(_) => losses.record(
                     "tool_approval",
                     &at,
                     "Claude Code transcripts record no tool approval requests",
                 ),
             }
         }
-        if blocks.is_empty() {
-            return;
+        if !blocks.is_empty() {
+            response.held.push(Held {
+                message: m.id().to_string(),
+                timestamp: m.timestamp().as_str().to_owned(),
+                model: self.model.clone(),
+                blocks,
+            });
         }
-        let id = self.response_mut(m).id.clone();
-        let model = self
-            .model
-            .clone()
-            .unwrap_or_else(|| SYNTHETIC_MODEL.to_owned());
-        let message = json!({
-            "model": model,
-            "id": id,
-            "type": "message",
-            "role": "assistant",
-            "content": blocks,
-            "stop_reason": null,
-            "stop_sequence": null,
-            "usage": {"input_tokens": 0, "output_tokens": 0},
-        });
-        self.line("assistant", message, m.timestamp().as_str(), false);
-    }
-
-    fn response_mut(&mut self, m: &Message) -> &mut Response {
-        let canonical = &self.canonical;
-        self.response.get_or_insert_with(|| Response {
-            id: format!(
-                "msg_{}",
-                hex_id(&format!("response:{canonical}:{}", m.id()), 24)
-            ),
-            results: Vec::new(),
-        })
+        for part in &a.content {
+            if let AssistantPart::ToolResult(r) = part {
+                self.result(r, m, losses);
+            }
+        }
     }
 
     /// A tool_use id Claude accepts (`[A-Za-z0-9_-]+`, unique in the session).
-    fn call_id(&mut self, call: &str, at: &str) -> String {
+    fn call_id(&mut self, call: &str, at: &str, losses: &mut Losses) -> String {
         let mut id: String = call
             .chars()
             .map(|c| {
@@ -617,7 +688,7 @@ impl<'a> Render<'a> {
             id = format!("{base}_{n}");
         }
         if id != call {
-            self.losses.record(
+            losses.record(
                 "tool_call_id_rewritten",
                 at,
                 format!("call id `{call}` is written as `{id}` (Claude needs [A-Za-z0-9_-] ids, unique per session)"),
@@ -627,48 +698,155 @@ impl<'a> Render<'a> {
         id
     }
 
-    /// The results of the open response, each on its own user line (as Claude Code 2.x writes
-    /// them), right after the response.
-    fn close_response(&mut self) {
-        let Some(response) = self.response.take() else {
-            return;
-        };
-        for (id, found) in response.results {
-            let at = format!("session {} message {}", self.canonical, found.message);
-            let content = self.result_content(found.part.result.as_value(), &at);
-            let mut block = Map::new();
-            block.insert("tool_use_id".into(), id.into());
-            block.insert("type".into(), "tool_result".into());
-            block.insert("content".into(), content);
-            block.insert("is_error".into(), Value::Bool(found.part.is_failure));
-            self.line(
-                "user",
-                json!({"role": "user", "content": [Value::Object(block)]}),
-                &found.timestamp,
-                false,
-            );
-        }
-    }
-
-    /// `tool_result.content`: a string, or text and image blocks; anything else as JSON text.
-    fn result_content(&mut self, result: &Value, at: &str) -> Value {
-        match result {
-            Value::String(s) => return Value::String(s.clone()),
-            Value::Array(items) => {
-                let blocks: Option<Vec<Value>> = items.iter().map(result_block).collect();
-                if let Some(blocks) = blocks {
-                    return Value::Array(blocks);
+    /// Writes a held response: its lines with the answered calls, then each result on its own
+    /// user line (as Claude Code 2.x writes them). Unanswered calls are left out.
+    fn write_response(&mut self, response: Response, losses: &mut Losses) {
+        let Response {
+            held, mut calls, ..
+        } = response;
+        let mut ids: Vec<Option<String>> = Vec::with_capacity(calls.len());
+        let mut response_id: Option<String> = None;
+        for h in held {
+            let mut blocks = Vec::with_capacity(h.blocks.len());
+            for block in h.blocks {
+                let c = match block {
+                    Block::Ready(v) => {
+                        blocks.push(v);
+                        continue;
+                    }
+                    Block::Call(i) => &mut calls[i],
+                };
+                if c.result.is_none() {
+                    losses.record(
+                        "tool_call_unpaired",
+                        &c.at,
+                        format!("call `{}` has no result in the session; Claude Code drops a tool_use without its tool_result", c.call),
+                    );
+                    ids.push(None);
+                    continue;
                 }
+                let id = self.call_id(&c.call, &c.at, losses);
+                let input = match &mut c.input {
+                    Value::Object(o) => Value::Object(std::mem::take(o)),
+                    other => {
+                        losses.record(
+                            "tool_input_not_object",
+                            &c.at,
+                            "tool_use.input must be an object: a non-object input is wrapped as {\"input\": <value>}",
+                        );
+                        json!({"input": other})
+                    }
+                };
+                if c.provider_executed {
+                    losses.record(
+                        "provider_executed_flag",
+                        &c.at,
+                        "a provider-executed call is written as an ordinary tool_use",
+                    );
+                }
+                blocks.push(Out::ToolUse {
+                    id: id.clone(),
+                    name: std::mem::take(&mut c.name),
+                    input,
+                });
+                ids.push(Some(id));
             }
-            _ => {}
+            if blocks.is_empty() {
+                continue;
+            }
+            let id = response_id
+                .get_or_insert_with(|| {
+                    format!(
+                        "msg_{}",
+                        hex_id(&format!("response:{}:{}", self.canonical, h.message), 24)
+                    )
+                })
+                .clone();
+            let message = AssistantBody {
+                model: h.model.as_deref().unwrap_or(SYNTHETIC_MODEL),
+                id: &id,
+                kind: "message",
+                role: "assistant",
+                content: &blocks,
+                stop_reason: None,
+                stop_sequence: None,
+                usage: Usage {
+                    input_tokens: 0,
+                    output_tokens: 0,
+                },
+            };
+            self.line("assistant", &message, &h.timestamp, false);
         }
-        self.losses.record(
-            "tool_result_restructured",
-            at,
-            "a structured tool result is written as its JSON text (Claude tool results are text and image blocks)",
-        );
-        Value::String(result.to_string())
+        for (c, id) in calls.into_iter().zip(ids) {
+            let (Some(found), Some(id)) = (c.result, id) else {
+                continue;
+            };
+            let at = format!("session {} message {}", self.canonical, found.message);
+            let content = result_content(found.part.result.as_value(), &at, losses);
+            let message = UserBody {
+                role: "user",
+                content: [ResultBlock {
+                    tool_use_id: &id,
+                    kind: "tool_result",
+                    content: &content,
+                    is_error: found.part.is_failure,
+                }],
+            };
+            self.line("user", &message, &found.timestamp, false);
+        }
     }
+}
+
+fn file_block(f: &FilePart, at: &str, losses: &mut Losses) -> Option<Value> {
+    let media = f.media_type.as_str();
+    let image = matches!(
+        media,
+        "image/png" | "image/jpeg" | "image/gif" | "image/webp"
+    );
+    match &f.data {
+        FileData::Base64(data) if image => Some(json!({
+            "type": "image",
+            "source": {"type": "base64", "media_type": media, "data": data},
+        })),
+        FileData::Base64(data) if media == "application/pdf" => Some(json!({
+            "type": "document",
+            "source": {"type": "base64", "media_type": media, "data": data},
+        })),
+        FileData::Url(url)
+            if media.starts_with("image/")
+                && (url.starts_with("https://") || url.starts_with("http://")) =>
+        {
+            Some(json!({"type": "image", "source": {"type": "url", "url": url}}))
+        }
+        _ => {
+            losses.record(
+                "file_unsupported",
+                at,
+                format!("a `{media}` file has no Claude Code block (images png/jpeg/gif/webp and PDF only)"),
+            );
+            None
+        }
+    }
+}
+
+/// `tool_result.content`: a string, or text and image blocks; anything else as JSON text.
+fn result_content<'a>(result: &'a Value, at: &str, losses: &mut Losses) -> Cow<'a, Value> {
+    match result {
+        Value::String(_) => return Cow::Borrowed(result),
+        Value::Array(items) => {
+            let blocks: Option<Vec<Value>> = items.iter().map(result_block).collect();
+            if let Some(blocks) = blocks {
+                return Cow::Owned(Value::Array(blocks));
+            }
+        }
+        _ => {}
+    }
+    losses.record(
+        "tool_result_restructured",
+        at,
+        "a structured tool result is written as its JSON text (Claude tool results are text and image blocks)",
+    );
+    Cow::Owned(Value::String(result.to_string()))
 }
 
 /// One item of a result array as a Claude `tool_result` content block, if it has one.
@@ -701,12 +879,11 @@ fn result_block(item: &Value) -> Option<Value> {
 
 /// The model an options bag names (`model`, `modelID`, `modelId`, or a `model` object holding
 /// one), searched to `depth` levels.
-fn find_model(v: &Value, depth: usize) -> Option<String> {
-    let obj = v.as_object()?;
+fn find_model(obj: &Map<String, Value>, depth: usize) -> Option<String> {
     for key in ["modelID", "modelId", "model"] {
         match obj.get(key) {
             Some(Value::String(s)) if !s.trim().is_empty() => return Some(s.clone()),
-            Some(inner @ Value::Object(_)) => {
+            Some(Value::Object(inner)) => {
                 if let Some(m) = find_model(inner, 1) {
                     return Some(m);
                 }
@@ -717,12 +894,13 @@ fn find_model(v: &Value, depth: usize) -> Option<String> {
     if depth == 0 {
         return None;
     }
-    obj.values().find_map(|v| find_model(v, depth - 1))
+    obj.values()
+        .filter_map(Value::as_object)
+        .find_map(|v| find_model(v, depth - 1))
 }
 
 /// The first non-empty string under one of `keys`, searched to `depth` levels.
-fn find_string(v: &Value, keys: &[&str], depth: usize) -> Option<String> {
-    let obj = v.as_object()?;
+fn find_string(obj: &Map<String, Value>, keys: &[&str], depth: usize) -> Option<String> {
     for key in keys {
         if let Some(Value::String(s)) = obj.get(*key)
             && !s.is_empty()
@@ -733,16 +911,19 @@ fn find_string(v: &Value, keys: &[&str], depth: usize) -> Option<String> {
     if depth == 0 {
         return None;
     }
-    obj.values().find_map(|v| find_string(v, keys, depth - 1))
+    obj.values()
+        .filter_map(Value::as_object)
+        .find_map(|v| find_string(v, keys, depth - 1))
 }
 
 /// Whether `key` holds a non-null value somewhere to `depth` levels.
-fn has_key(v: &Value, key: &str, depth: usize) -> bool {
-    let Some(obj) = v.as_object() else {
-        return false;
-    };
+fn has_key(obj: &Map<String, Value>, key: &str, depth: usize) -> bool {
     if obj.get(key).is_some_and(|v| !v.is_null()) {
         return true;
     }
-    depth > 0 && obj.values().any(|v| has_key(v, key, depth - 1))
+    depth > 0
+        && obj
+            .values()
+            .filter_map(Value::as_object)
+            .any(|v| has_key(v, key, depth - 1))
 }

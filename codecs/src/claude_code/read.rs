@@ -16,7 +16,7 @@
 //! `options.source.path`, which is where a native write puts it again.
 //!
 //! A file is read twice: a survey pass (which decodes only the envelope fields it needs, see
-//! [`LineFields`]) assigns each line to its session and finds each session's
+//! [`jsonl::survey_fields`]) assigns each line to its session and finds each session's
 //! project (`cwd`, model-project-non-empty) and creation time, so that the `Session` event can
 //! precede its messages (adapter-integrity-event-ordering) without holding the file in memory;
 //! the second pass places every record and reports every fault.
@@ -27,8 +27,8 @@ use crate::face::{ReadFace, Sniff};
 use crate::jsonl;
 use pond_canonical::bounded::bounded_object;
 use pond_canonical::{
-    Event, Extracted, LineFields, Locator, Origin, ParseError, ParseErrorKind, Project, Record,
-    Session, SessionId, Timestamp, options_ns,
+    Event, Extracted, Locator, Origin, ParseError, ParseErrorKind, Project, Record, Session,
+    SessionId, Timestamp, options_ns,
 };
 use serde_json::Value;
 use std::collections::HashMap;
@@ -203,7 +203,8 @@ impl Group {
 /// uuid, the line that had it first.
 struct Survey {
     groups: Vec<Group>,
-    lines: HashMap<u64, (usize, Option<u64>)>,
+    /// By line number less one; `None` for a line the survey could not read.
+    lines: Vec<Option<(usize, Option<u64>)>>,
 }
 
 /// The envelope fields the survey reads.
@@ -220,7 +221,7 @@ const SURVEY_FIELDS: [&str; 7] = [
 fn survey(source: &Origin) -> Result<Survey, ParseError> {
     let agent_file = is_agent_file(source);
     let mut groups = vec![Group::new(GroupKind::File, 1)];
-    let mut lines = HashMap::new();
+    let mut lines = Vec::new();
     let mut uuid_group: HashMap<String, (usize, u64)> = HashMap::new();
     let mut agent_group: HashMap<String, usize> = HashMap::new();
     let file = jsonl::open(source)?;
@@ -228,62 +229,65 @@ fn survey(source: &Origin) -> Result<Survey, ParseError> {
         // Only the envelope fields the survey needs are decoded; the rest is skipped unbuilt.
         // A line the second pass will reject (not JSON, not an object) is skipped here too.
         let Ok(bytes) = bytes else { return };
-        let Some(scan) = LineFields::parse(line, bytes, &SURVEY_FIELDS) else {
+        let Some(scan) = jsonl::survey_fields(line, bytes, &SURVEY_FIELDS) else {
             return;
         };
-        let sidechain = scan.bool("isSidechain").is_some_and(|b| *b.get());
+        let sidechain = scan.bool("isSidechain") == Some(true);
         let group = if agent_file || !sidechain {
             0
         } else if let Some(agent) = scan.str("agentId") {
             let next = groups.len();
-            let g = *agent_group.entry(agent.get().to_string()).or_insert(next);
+            let g = *agent_group.entry(agent.to_owned()).or_insert(next);
             if g == next {
-                groups.push(Group::new(GroupKind::Agent(agent.to_owned()), line));
+                let name = scan.extract(source, "agentId").expect("read above");
+                groups.push(Group::new(GroupKind::Agent(name), line));
             }
             g
         } else {
             let parent = scan
                 .str("parentUuid")
-                .and_then(|p| uuid_group.get(*p.get()))
+                .and_then(|p| uuid_group.get(p))
                 .map(|(g, _)| *g)
                 .filter(|g| *g != 0);
             match parent {
                 Some(g) => g,
                 None => {
-                    let name = match scan.str("uuid") {
-                        Some(uuid) => uuid.to_owned(),
-                        None => scan.position(),
-                    };
+                    let name = scan
+                        .extract(source, "uuid")
+                        .unwrap_or_else(|| scan.position(source));
                     groups.push(Group::new(GroupKind::Chain(name), line));
                     groups.len() - 1
                 }
             }
         };
         let mut duplicate_of = None;
-        if let Some(uuid) = scan.str("uuid").filter(|u| !u.get().is_empty()) {
-            match uuid_group.get(*uuid.get()) {
+        if let Some(uuid) = scan.str("uuid").filter(|u| !u.is_empty()) {
+            match uuid_group.get(uuid) {
                 Some((_, first)) => duplicate_of = Some(*first),
                 None => {
-                    uuid_group.insert(uuid.get().to_string(), (group, line));
+                    uuid_group.insert(uuid.to_owned(), (group, line));
                 }
             }
         }
-        lines.insert(line, (group, duplicate_of));
+        let at = usize::try_from(line - 1).expect("a line number fits in memory");
+        if lines.len() <= at {
+            lines.resize(at + 1, None);
+        }
+        lines[at] = Some((group, duplicate_of));
         let g = &mut groups[group];
         if duplicate_of.is_some() {
             g.duplicates += 1;
         }
-        if g.project.is_none() {
-            g.project = scan
-                .str("cwd")
-                .filter(|c| !c.get().trim().is_empty())
-                .map(|c| c.to_owned());
+        if g.project.is_none() && scan.str("cwd").is_some_and(|c| !c.trim().is_empty()) {
+            g.project = scan.extract(source, "cwd");
         }
-        if g.created_at.is_none() {
-            g.created_at = scan.str("timestamp").and_then(|t| Timestamp::parse(t).ok());
+        if g.created_at.is_none()
+            && let Some(text) = scan.extract(source, "timestamp")
+        {
+            g.created_at = Timestamp::parse(text.as_ref().derive(|t| t.as_str())).ok();
         }
         if g.session_ref.is_none() {
-            g.session_ref = scan.str("sessionId").map(|s| s.to_owned());
+            g.session_ref = scan.extract(source, "sessionId");
         }
     });
     Ok(Survey { groups, lines })
@@ -316,7 +320,10 @@ fn read_source(source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>))
         let Locator::Line(line) = *record.locator() else {
             return;
         };
-        let Some(&(group, duplicate_of)) = survey.lines.get(&line) else {
+        let surveyed = usize::try_from(line - 1)
+            .ok()
+            .and_then(|at| survey.lines.get(at).copied().flatten());
+        let Some((group, duplicate_of)) = surveyed else {
             // The file changed between the two passes.
             return emit(Err(record.error(ParseErrorKind::Unrecognized {
                 detail: "the file changed while it was being read".into(),

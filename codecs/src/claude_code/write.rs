@@ -15,8 +15,10 @@
 use super::foreign::ForeignWriter;
 use super::naming::{encode_cwd, resume_command};
 use crate::face::{Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written};
+use crate::jsonl;
 use pond_canonical::{FileData, Message, Options, PartRef, Session};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Makes [`ClaudeCodeWriter`]s.
@@ -28,6 +30,7 @@ impl WriteFace for ClaudeCodeWriteFace {
             layout,
             paths: HashMap::new(),
             foreign: ForeignWriter::default(),
+            line: Vec::new(),
         })
     }
 }
@@ -37,8 +40,10 @@ pub struct ClaudeCodeWriter {
     layout: Layout,
     /// The relative file path of every native session announced in the current source.
     paths: HashMap<String, String>,
-    /// Foreign sessions, held until the end of their source.
+    /// Foreign sessions, written as their lines become final.
     foreign: ForeignWriter,
+    /// The line being written, its allocation kept from message to message.
+    line: Vec<u8>,
 }
 
 /// Where a native file goes under [`Layout::Harness`]: the project folder Claude Code derives
@@ -108,8 +113,7 @@ impl SessionWriter for ClaudeCodeWriter {
 
     fn message(&mut self, message: &Message, target: &mut Target<'_>) -> Result<(), WriteError> {
         if self.foreign.holds(message.session_id().as_str()) {
-            self.foreign.message(message);
-            return Ok(());
+            return self.foreign.message(message, target);
         }
         let refuse = |reason: String| WriteError::Unrepresentable {
             session: message.session_id().to_string(),
@@ -119,18 +123,11 @@ impl SessionWriter for ClaudeCodeWriter {
             .paths
             .get(message.session_id().as_str())
             .ok_or_else(|| refuse("its session was not written".into()))?;
-        // A carried record is written as it is, without copying it into a new value first.
-        let carried = match message {
-            Message::System(m) => m.carried_record(),
-            _ => None,
-        };
-        let mut line = match carried {
-            Some(record) => serde_json::to_vec(record),
-            None => serde_json::to_vec(&native_record(message).map_err(refuse)?),
-        }
-        .map_err(|e| refuse(e.to_string()))?;
+        let line = &mut self.line;
+        line.clear();
+        write_record(line, message).map_err(refuse)?;
         line.push(b'\n');
-        target.out.append(path, &line)
+        target.out.append(path, line)
     }
 
     fn end_source(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
@@ -143,46 +140,85 @@ fn source_of(options: &Options) -> Option<&Map<String, Value>> {
     options.get("source")?.as_object()
 }
 
-/// The source line a message was read from, rebuilt.
-pub(crate) fn native_record(message: &Message) -> Result<Value, String> {
+/// The source line a message was read from, rebuilt, as JSON text (no newline): the carried
+/// record, or the envelope with the message's timestamp and content put back. Written straight
+/// from the message; nothing of it is copied into a new value first.
+pub(crate) fn write_record(out: &mut Vec<u8>, message: &Message) -> Result<(), String> {
     if let Message::System(m) = message
         && let Some(record) = m.carried_record()
     {
-        return Ok(Value::Object(record.clone()));
+        jsonl::write_value_map(out, record);
+        return Ok(());
     }
     let options = message.options();
     let source = source_of(options).ok_or("options.source is missing")?;
-    let mut record = source
+    let envelope = source
         .get("envelope")
         .and_then(Value::as_object)
-        .cloned()
         .ok_or("options.source.envelope is missing")?;
     let anchored = options
         .get("pond")
         .and_then(|p| p.get("timestamp"))
         .is_some();
-    if !anchored {
-        record.insert("timestamp".into(), message.timestamp().as_str().into());
-    }
-    match message {
-        Message::System(m) => {
-            record.insert("content".into(), m.content.as_str().into());
-        }
-        _ => {
-            let mut inner = options
+    let body = match message {
+        Message::System(_) => "content",
+        _ => "message",
+    };
+    let anthropic = match message {
+        Message::System(_) => None,
+        _ => Some(
+            options
                 .get("anthropic")
                 .and_then(Value::as_object)
-                .cloned()
-                .ok_or("options.anthropic (the message object) is missing")?;
-            inner.insert("content".into(), content(message, source)?);
-            record.insert("message".into(), Value::Object(inner));
+                .ok_or("options.anthropic (the message object) is missing")?,
+        ),
+    };
+    let keys: &[&str] = if anchored {
+        &[body]
+    } else {
+        &["timestamp", body]
+    };
+    jsonl::write_object(out, envelope, keys, |out, i| {
+        match (keys[i], message, anthropic) {
+            ("timestamp", _, _) => jsonl::write_str(out, message.timestamp().as_str()),
+            (_, Message::System(m), _) => jsonl::write_str(out, m.content.as_str()),
+            (_, _, Some(inner)) => {
+                return jsonl::write_object(out, inner, &["content"], |out, _| {
+                    write_content(out, message, source)
+                });
+            }
+            _ => unreachable!("a message other than a system message has its anthropic object"),
         }
-    }
-    Ok(Value::Object(record))
+        Ok(())
+    })
+}
+
+/// The source line of a message as a JSON value (for tests: what [`write_record`] writes).
+#[cfg(test)]
+pub(crate) fn native_record(message: &Message) -> Result<Value, String> {
+    let mut out = Vec::new();
+    write_record(&mut out, message)?;
+    serde_json::from_slice(&out).map_err(|e| e.to_string())
+}
+
+/// One content block to write, borrowed from the message.
+enum Block<'a> {
+    /// A bare string in the content array (`block_form: "string"`).
+    Bare(Cow<'a, str>),
+    /// A text block: its other fields, then `text`.
+    Text(&'a Map<String, Value>, Cow<'a, str>),
+    /// The block of any other part: its other fields, then the part's own.
+    Part(&'a Map<String, Value>, &'a Map<String, Value>, PartRef<'a>),
+    /// A block no part holds, kept whole.
+    Opaque(&'a Value),
 }
 
 /// `message.content` rebuilt from the parts and the opaque blocks.
-fn content(message: &Message, source: &Map<String, Value>) -> Result<Value, String> {
+fn write_content(
+    out: &mut Vec<u8>,
+    message: &Message,
+    source: &Map<String, Value>,
+) -> Result<(), String> {
     // Borrowed: cloning the parts (tool inputs and results) would copy what is written anyway.
     let parts = message.part_refs();
     let opaque = source
@@ -193,27 +229,30 @@ fn content(message: &Message, source: &Map<String, Value>) -> Result<Value, Stri
     match source.get("content").and_then(Value::as_str) {
         Some("string") => {
             // The split parts re-concatenate to the original string (spec 6.5 rule 1).
-            let mut text = String::new();
+            let mut text = Cow::Borrowed("");
             for part in &parts {
                 match part {
-                    PartRef::Text(p) => text.push_str(p.text.as_str()),
+                    PartRef::Text(p) if text.is_empty() => text = Cow::Borrowed(p.text.as_str()),
+                    PartRef::Text(p) => text.to_mut().push_str(p.text.as_str()),
                     other => return Err(format!("a {} part in string content", other.kind())),
                 }
             }
-            return Ok(Value::String(text));
+            jsonl::write_str(out, &text);
+            return Ok(());
         }
         Some("value") => {
-            return opaque
+            let value = opaque
                 .first()
                 .and_then(|b| b.get(1))
-                .cloned()
-                .ok_or_else(|| "the content value is missing".into());
+                .ok_or("the content value is missing")?;
+            jsonl::write_value(out, value);
+            return Ok(());
         }
         _ => {}
     }
-    let mut blocks: Vec<(u64, Value)> = Vec::new();
+    let empty = Map::new();
+    let mut blocks: Vec<(u64, Block<'_>)> = Vec::with_capacity(parts.len() + opaque.len());
     for part in &parts {
-        let empty = Map::new();
         let options = source_of(part.options()).unwrap_or(&empty);
         let index = options
             .get("block")
@@ -224,63 +263,26 @@ fn content(message: &Message, source: &Map<String, Value>) -> Result<Value, Stri
         {
             // A later span of a split text block.
             match block {
-                Value::String(s) => s.push_str(p.text.as_str()),
-                Value::Object(b) => match b.get_mut("text") {
-                    Some(Value::String(s)) => s.push_str(p.text.as_str()),
-                    _ => return Err(format!("part {} continues no text block", p.id)),
-                },
+                Block::Bare(s) | Block::Text(_, s) => s.to_mut().push_str(p.text.as_str()),
                 _ => return Err(format!("part {} continues no text block", p.id)),
             }
             continue;
         }
-        let mut fields = options
+        let fields = options
             .get("fields")
             .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
+            .unwrap_or(&empty);
         let block = match part {
             PartRef::Text(p)
                 if options.get("block_form").and_then(Value::as_str) == Some("string") =>
             {
-                Value::String(p.text.as_str().to_owned())
+                Block::Bare(Cow::Borrowed(p.text.as_str()))
             }
-            PartRef::Text(p) => {
-                fields.insert("text".into(), p.text.as_str().into());
-                Value::Object(fields)
-            }
-            PartRef::Reasoning(p) => {
-                fields.insert("thinking".into(), p.text.as_str().into());
-                Value::Object(fields)
-            }
-            PartRef::ToolCall(p) => {
-                fields.insert("id".into(), p.call_id.as_str().into());
-                fields.insert("name".into(), p.name.as_str().into());
-                fields.insert("input".into(), p.params.as_value().clone());
-                Value::Object(fields)
-            }
-            PartRef::ToolResult(p) => {
-                fields.insert("tool_use_id".into(), p.call_id.as_str().into());
-                fields.insert("content".into(), p.result.as_value().clone());
-                Value::Object(fields)
-            }
-            PartRef::File(p) => {
-                let mut file_source = options
-                    .get("block_source")
-                    .and_then(Value::as_object)
-                    .cloned()
-                    .unwrap_or_default();
-                if options.get("no_media_type").is_none() {
-                    file_source.insert("media_type".into(), p.media_type.as_str().into());
-                }
-                match &p.data {
-                    FileData::Base64(data) => {
-                        file_source.insert("data".into(), data.clone().into())
-                    }
-                    FileData::Url(url) => file_source.insert("url".into(), url.clone().into()),
-                };
-                fields.insert("source".into(), Value::Object(file_source));
-                Value::Object(fields)
-            }
+            PartRef::Text(p) => Block::Text(fields, Cow::Borrowed(p.text.as_str())),
+            PartRef::Reasoning(_)
+            | PartRef::ToolCall(_)
+            | PartRef::ToolResult(_)
+            | PartRef::File(_) => Block::Part(fields, options, *part),
             other => return Err(format!("a {} part has no Claude Code form", other.kind())),
         };
         blocks.push((index, block));
@@ -290,9 +292,78 @@ fn content(message: &Message, source: &Map<String, Value>) -> Result<Value, Stri
             .get(0)
             .and_then(Value::as_u64)
             .ok_or("an opaque block has no index")?;
-        let block = item.get(1).cloned().ok_or("an opaque block is empty")?;
-        blocks.push((index, block));
+        let block = item.get(1).ok_or("an opaque block is empty")?;
+        blocks.push((index, Block::Opaque(block)));
     }
     blocks.sort_by_key(|(i, _)| *i);
-    Ok(Value::Array(blocks.into_iter().map(|(_, b)| b).collect()))
+    out.push(b'[');
+    for (n, (_, block)) in blocks.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        match block {
+            Block::Bare(text) => jsonl::write_str(out, text),
+            Block::Text(fields, text) => {
+                jsonl::write_object(out, fields, &["text"], |out, _| {
+                    jsonl::write_str(out, text);
+                    Ok::<(), String>(())
+                })?;
+            }
+            Block::Part(fields, options, part) => write_part(out, fields, options, *part)?,
+            Block::Opaque(value) => jsonl::write_value(out, value),
+        }
+    }
+    out.push(b']');
+    Ok(())
+}
+
+/// The content block of a reasoning, tool call, tool result or file part.
+fn write_part(
+    out: &mut Vec<u8>,
+    fields: &Map<String, Value>,
+    options: &Map<String, Value>,
+    part: PartRef<'_>,
+) -> Result<(), String> {
+    let keys: &[&str] = match part {
+        PartRef::Reasoning(_) => &["thinking"],
+        PartRef::ToolCall(_) => &["id", "name", "input"],
+        PartRef::ToolResult(_) => &["tool_use_id", "content"],
+        PartRef::File(_) => &["source"],
+        other => return Err(format!("a {} part has no Claude Code form", other.kind())),
+    };
+    jsonl::write_object(out, fields, keys, |out, i| {
+        match (part, i) {
+            (PartRef::Reasoning(p), _) => jsonl::write_str(out, p.text.as_str()),
+            (PartRef::ToolCall(p), 0) => jsonl::write_str(out, p.call_id.as_str()),
+            (PartRef::ToolCall(p), 1) => jsonl::write_str(out, p.name.as_str()),
+            (PartRef::ToolCall(p), _) => jsonl::write_value(out, p.params.as_value()),
+            (PartRef::ToolResult(p), 0) => jsonl::write_str(out, p.call_id.as_str()),
+            (PartRef::ToolResult(p), _) => jsonl::write_value(out, p.result.as_value()),
+            (PartRef::File(p), _) => {
+                let empty = Map::new();
+                let file_source = options
+                    .get("block_source")
+                    .and_then(Value::as_object)
+                    .unwrap_or(&empty);
+                let payload = match &p.data {
+                    FileData::Base64(data) => ("data", data.as_str()),
+                    FileData::Url(url) => ("url", url.as_str()),
+                };
+                let keys: &[&str] = if options.get("no_media_type").is_none() {
+                    &["media_type", payload.0]
+                } else {
+                    &[payload.0]
+                };
+                jsonl::write_object(out, file_source, keys, |out, j| {
+                    match keys[j] {
+                        "media_type" => jsonl::write_str(out, p.media_type.as_str()),
+                        _ => jsonl::write_str(out, payload.1),
+                    }
+                    Ok::<(), String>(())
+                })?;
+            }
+            _ => unreachable!("keys are chosen by part kind above"),
+        }
+        Ok(())
+    })
 }

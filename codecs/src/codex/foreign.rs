@@ -18,10 +18,15 @@
 //!   twin (`user_message`, `agent_message`, `agent_reasoning`) that the TUI replays on resume.
 //!
 //! Everything a rollout cannot hold is a recorded loss (kinds in [`loss`]).
+//!
+//! The rollout streams: each message's lines go to the output as soon as the message is read
+//! (calls and results are written in the order they come, so nothing waits for a later message),
+//! and the writer keeps only the session's ids and the call ids it wrote, to drop a result whose
+//! call is not before it. A write that fails is reported by [`ForeignRollout::finish`].
 
 use crate::digest::sha1;
 use crate::face::{Target, WriteError, Written};
-use pond_canonical::{FileData, Message, Part, Provenance, Session, Timestamp};
+use pond_canonical::{FileData, Message, PartRef, Provenance, Session, Timestamp};
 use serde_json::{Map, Value, json};
 
 /// The stable loss kinds a foreign Codex write records.
@@ -63,12 +68,15 @@ pub const ORIGINATOR: &str = "pond";
 /// works with a stock configuration (resume refuses to switch provider, codex.md section 6).
 pub const MODEL_PROVIDER: &str = "openai";
 
-/// One foreign rollout being built: its lines after the header, in order.
+/// One foreign rollout being written.
 pub(crate) struct ForeignRollout {
     pub source: String,
     pub uuid: String,
     pub path: String,
-    pub lines: Vec<Value>,
+    /// Lines made since the last write to the output (the header, then one message's lines).
+    buf: Vec<u8>,
+    /// The first write that failed; nothing more is written after it.
+    failed: Option<WriteError>,
     /// The call ids written so far, to pair results with.
     calls: std::collections::HashSet<String>,
 }
@@ -121,14 +129,24 @@ impl ForeignRollout {
             date_dirs(created),
             file_time(created)
         );
-        let header = envelope(created, "session_meta", meta);
-        Self {
+        let mut rollout = Self {
             source: source.to_owned(),
             uuid,
             path,
-            lines: vec![header],
+            buf: Vec::new(),
+            failed: None,
             calls: std::collections::HashSet::new(),
+        };
+        rollout.line(created, "session_meta", meta);
+        rollout
+    }
+
+    /// Writes the lines made so far, keeping the first failure for [`Self::finish`].
+    fn write(&mut self, target: &mut Target<'_>) {
+        if self.failed.is_none() && !self.buf.is_empty() {
+            self.failed = target.out.append(&self.path, &self.buf).err();
         }
+        self.buf.clear();
     }
 
     /// Appends the lines of one message.
@@ -166,15 +184,16 @@ impl ForeignRollout {
             Message::User(_) => self.user(message, ts, &at, target),
             Message::Assistant(_) | Message::Tool(_) => self.assistant(message, ts, &at, target),
         }
+        self.write(target);
     }
 
     fn user(&mut self, message: &Message, ts: &Timestamp, at: &str, target: &mut Target<'_>) {
         let mut content = Vec::new();
         let mut typed = String::new();
         let mut images = Vec::new();
-        for part in message.parts() {
-            match &part {
-                Part::Text(t) => {
+        for part in message.part_refs() {
+            match part {
+                PartRef::Text(t) => {
                     // Injected text stays in the user item, as Codex keeps its own injected
                     // context (environment, AGENTS.md) in user messages; only the typed text
                     // goes to the `user_message` event, as Codex does.
@@ -183,7 +202,7 @@ impl ForeignRollout {
                     }
                     content.push(json!({"type": "input_text", "text": t.text.as_str()}));
                 }
-                Part::File(f) => match image_url(f) {
+                PartRef::File(f) => match image_url(f) {
                     Some(url) if !inline_image_usable(&url) => target.losses.record(
                         loss::IMAGE_UNUSABLE,
                         at,
@@ -226,13 +245,13 @@ impl ForeignRollout {
 
     fn assistant(&mut self, message: &Message, ts: &Timestamp, at: &str, target: &mut Target<'_>) {
         let mut text: Vec<Value> = Vec::new();
-        for part in message.parts() {
-            match &part {
-                Part::Text(t) => {
+        for part in message.part_refs() {
+            match part {
+                PartRef::Text(t) => {
                     text.push(json!({"type": "output_text", "text": t.text.as_str()}));
                     continue;
                 }
-                Part::File(f) => {
+                PartRef::File(f) => {
                     target.losses.record(
                         loss::FILE,
                         at,
@@ -247,7 +266,7 @@ impl ForeignRollout {
             }
             self.flush_text(ts, &mut text);
             match &part {
-                Part::Reasoning(r) => {
+                PartRef::Reasoning(r) => {
                     if has_signature(&r.options) {
                         target.losses.record(
                             loss::REASONING_SIGNATURE,
@@ -270,7 +289,7 @@ impl ForeignRollout {
                                "content": null, "encrypted_content": null}),
                     );
                 }
-                Part::ToolCall(c) => {
+                PartRef::ToolCall(c) => {
                     if c.provider_executed {
                         target.losses.record(
                             loss::PROVIDER_EXECUTED,
@@ -291,7 +310,7 @@ impl ForeignRollout {
                                "arguments": arguments, "call_id": c.call_id.as_str()}),
                     );
                 }
-                Part::ToolResult(r) if !self.calls.contains(r.call_id.as_str()) => {
+                PartRef::ToolResult(r) if !self.calls.contains(r.call_id.as_str()) => {
                     // Codex never sends an output whose call is not before it (measured with
                     // `codex exec resume`): an orphan result is dropped, as Claude Code does too.
                     target.losses.record(
@@ -303,7 +322,7 @@ impl ForeignRollout {
                         ),
                     );
                 }
-                Part::ToolResult(r) => {
+                PartRef::ToolResult(r) => {
                     if r.is_failure {
                         target.losses.record(
                             loss::TOOL_FAILURE_FLAG,
@@ -325,19 +344,21 @@ impl ForeignRollout {
                                "output": output}),
                     );
                 }
-                other => self.lost_part(other, at, target),
+                other => self.lost_part(*other, at, target),
             }
         }
         self.flush_text(ts, &mut text);
     }
 
-    fn lost_part(&self, part: &Part, at: &str, target: &mut Target<'_>) {
+    fn lost_part(&self, part: PartRef<'_>, at: &str, target: &mut Target<'_>) {
         match part {
-            Part::ToolApprovalRequest(_) | Part::ToolApprovalResponse(_) => target.losses.record(
-                loss::TOOL_APPROVAL,
-                at,
-                "a tool approval request or answer: a rollout has no such item",
-            ),
+            PartRef::ToolApprovalRequest(_) | PartRef::ToolApprovalResponse(_) => {
+                target.losses.record(
+                    loss::TOOL_APPROVAL,
+                    at,
+                    "a tool approval request or answer: a rollout has no such item",
+                )
+            }
             other => target.losses.record(
                 &format!("{}_part", other.kind()),
                 at,
@@ -374,21 +395,22 @@ impl ForeignRollout {
     }
 
     fn line(&mut self, ts: &Timestamp, kind: &str, payload: Map<String, Value>) {
-        self.lines.push(envelope(ts, kind, payload));
+        let line = Envelope {
+            timestamp: iso_millis(ts),
+            kind,
+            payload: &payload,
+        };
+        // Serializing string-keyed values into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut self.buf, &line);
+        self.buf.push(b'\n');
     }
 
-    /// The rollout's bytes, and its entry for the written list.
-    pub(crate) fn finish(self, target: &mut Target<'_>) -> Result<(), WriteError> {
-        let mut bytes = Vec::new();
-        for line in &self.lines {
-            let text = serde_json::to_string(line).map_err(|e| WriteError::Io {
-                path: self.path.clone(),
-                error: std::io::Error::other(e),
-            })?;
-            bytes.extend_from_slice(text.as_bytes());
-            bytes.push(b'\n');
+    /// Writes what is left (the header of a session without messages), and lists the rollout.
+    pub(crate) fn finish(mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
+        self.write(target);
+        if let Some(e) = self.failed {
+            return Err(e);
         }
-        target.out.append(&self.path, &bytes)?;
         target.written.push(Written {
             source_session: self.source,
             session: self.uuid.clone(),
@@ -399,12 +421,13 @@ impl ForeignRollout {
     }
 }
 
-fn envelope(ts: &Timestamp, kind: &str, payload: Map<String, Value>) -> Value {
-    let mut line = Map::new();
-    line.insert("timestamp".into(), Value::from(iso_millis(ts)));
-    line.insert("type".into(), Value::from(kind));
-    line.insert("payload".into(), Value::Object(payload));
-    Value::Object(line)
+/// A rollout line: `{timestamp, type, payload}`.
+#[derive(serde::Serialize)]
+struct Envelope<'a> {
+    timestamp: String,
+    #[serde(rename = "type")]
+    kind: &'a str,
+    payload: &'a Map<String, Value>,
 }
 
 /// A file part's `image_url`, if it is an image.

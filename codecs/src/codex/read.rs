@@ -149,10 +149,10 @@ impl ReadFace for CodexReader {
             ids: HashSet::new(),
             records: 0,
         };
-        jsonl::read_lines(source, input, |line, bytes| {
+        jsonl::read_records(source, input, |record| {
             // adapter-integrity-no-silent-drops: every faulty line is a located, typed error, and
             // reading goes on.
-            match bytes.and_then(|b| Record::from_json_line(source, line, b)) {
+            match record {
                 Ok(record) => rollout.record(record, emit),
                 Err(e) => emit(Err(e)),
             }
@@ -259,7 +259,8 @@ impl<'o> Rollout<'o> {
     }
 
     /// The id of the message a record becomes: its paginated `ordinal`, else its line
-    /// (lance-deterministic-pk). An ordinal seen twice falls back to the line.
+    /// (lance-deterministic-pk). An ordinal seen twice falls back to the line. Only ordinals are
+    /// remembered: a line's id `L<n>` is unique and no ordinal (an integer) spells one.
     fn message_id(&mut self, record: &Record<'_>) -> MessageId {
         let ordinal = record
             .get("ordinal")
@@ -270,9 +271,7 @@ impl<'o> Rollout<'o> {
         {
             return MessageId::from(ordinal);
         }
-        let position = record.position();
-        self.ids.insert(position.get().clone());
-        MessageId::from(position)
+        MessageId::from(record.position())
     }
 
     /// Places one record of an open session: a typed message or a carrier.

@@ -15,8 +15,10 @@ use super::foreign::{self, ForeignRollout};
 use super::keys;
 use super::read::COMPRESSED_SUFFIX;
 use crate::face::{Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written};
+use crate::jsonl;
 use pond_canonical::{FileData, Message, Options, PartRef, Session, SessionId};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// Writes Codex rollouts.
 pub struct CodexWriter;
@@ -27,16 +29,19 @@ impl WriteFace for CodexWriter {
             layout,
             files: Vec::new(),
             foreign: Vec::new(),
+            line: Vec::new(),
         })
     }
 }
 
-/// The rollouts of the source being written, held until its end so the header line can be put
-/// back where it was and an archive compressed whole.
+/// The rollouts of the source being written, each streamed once its header line is back where
+/// it was.
 struct RolloutWriter {
     layout: Layout,
     files: Vec<RolloutFile>,
     foreign: Vec<ForeignRollout>,
+    /// The line being written, its allocation kept from message to message.
+    line: Vec<u8>,
 }
 
 struct RolloutFile {
@@ -44,19 +49,42 @@ struct RolloutFile {
     /// The thread id Codex resumes it by, when the session id is a UUID.
     uuid: Option<String>,
     path: String,
-    header: Value,
+    /// The header line (no newline), until it is written.
+    header: Vec<u8>,
     preceding: usize,
-    /// Lines held back: the lines before the header until the header is written, or every line
-    /// of a `.zst` archive (compressed whole at the end). A plain file streams: once its header is
-    /// out, each line goes straight to the output, so memory stays flat whatever the file's size.
+    /// The lines before the header, held until the header is written. After that each line goes
+    /// straight to the output, so memory stays flat whatever the file's size.
     lines: Vec<Vec<u8>>,
     /// Whether the header (and the lines held before it) has been written.
     streaming: bool,
+    /// A `.zst` archive's zstd stream (Codex uses level 3, `R-zst`): lines are compressed as they
+    /// come and the compressed bytes appended as the encoder gives them, so an archive streams
+    /// like a plain file.
+    encoder: Option<zstd::stream::write::Encoder<'static, Vec<u8>>>,
 }
 
 impl RolloutFile {
-    fn compressed(&self) -> bool {
-        self.path.ends_with(COMPRESSED_SUFFIX)
+    fn io_error(&self, error: std::io::Error) -> WriteError {
+        WriteError::Io {
+            path: self.path.clone(),
+            error,
+        }
+    }
+
+    /// Appends bytes to the file: as they are, or through the archive's encoder.
+    fn emit(&mut self, out: &mut dyn crate::face::Output, bytes: &[u8]) -> Result<(), WriteError> {
+        let Some(encoder) = &mut self.encoder else {
+            return out.append(&self.path, bytes);
+        };
+        if let Err(e) = std::io::Write::write_all(encoder, bytes) {
+            return Err(self.io_error(e));
+        }
+        let compressed = encoder.get_mut();
+        if !compressed.is_empty() {
+            out.append(&self.path, compressed)?;
+            compressed.clear();
+        }
+        Ok(())
     }
 
     /// Writes the header and the lines held before it, once `preceding` lines are in (or at the
@@ -66,17 +94,37 @@ impl RolloutFile {
         out: &mut dyn crate::face::Output,
         at_end: bool,
     ) -> Result<(), WriteError> {
-        if self.streaming || self.compressed() || (!at_end && self.lines.len() < self.preceding) {
+        if self.streaming || (!at_end && self.lines.len() < self.preceding) {
             return Ok(());
         }
-        let header = serde_json::to_vec(&self.header).map_err(|e| WriteError::Io {
-            path: self.path.clone(),
-            error: std::io::Error::other(e),
-        })?;
         let mut lines = std::mem::take(&mut self.lines);
-        lines.insert(self.preceding.min(lines.len()), header);
-        out.append(&self.path, &join_lines(&lines))?;
+        lines.insert(
+            self.preceding.min(lines.len()),
+            std::mem::take(&mut self.header),
+        );
+        self.emit(out, &join_lines(&lines))?;
         self.streaming = true;
+        Ok(())
+    }
+
+    /// Writes one line (`line` ends with its newline), or holds it until the header is out.
+    fn line(&mut self, out: &mut dyn crate::face::Output, line: &[u8]) -> Result<(), WriteError> {
+        if self.streaming {
+            return self.emit(out, line);
+        }
+        self.lines.push(line[..line.len() - 1].to_vec());
+        self.release(out, false)
+    }
+
+    /// Writes what is held and ends an archive's zstd stream.
+    fn finish(&mut self, out: &mut dyn crate::face::Output) -> Result<(), WriteError> {
+        self.release(out, true)?;
+        if let Some(encoder) = self.encoder.take() {
+            let rest = encoder.finish().map_err(|e| self.io_error(e))?;
+            if !rest.is_empty() {
+                out.append(&self.path, &rest)?;
+            }
+        }
         Ok(())
     }
 }
@@ -110,37 +158,66 @@ fn taken(options: &Options) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-/// A line in the envelope: `timestamp` (when the reader took it), the envelope's other fields,
-/// and the payload after `type`, where Codex writes it.
-fn wrap(
+/// Writes a line in the envelope: `timestamp` (when the reader took it), the envelope's other
+/// fields, and the payload after `type`, where Codex writes it; the keys fall as successive
+/// `Map::insert`s of those would place them.
+fn write_wrapped<E>(
+    out: &mut Vec<u8>,
     envelope: &Map<String, Value>,
     timestamp: Option<&str>,
-    payload: Map<String, Value>,
-) -> Value {
-    let mut line = Map::new();
-    if let Some(ts) = timestamp {
-        line.insert("timestamp".into(), Value::from(ts));
+    payload: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+) -> Result<(), E> {
+    enum Slot<'a> {
+        Str(&'a str),
+        Value(&'a Value),
+        Payload,
     }
-    let mut payload = Some(payload);
-    for (k, v) in envelope {
-        line.insert(k.clone(), v.clone());
-        if k == "type"
-            && let Some(p) = payload.take()
-        {
-            line.insert("payload".into(), Value::Object(p));
+    fn set<'a>(slots: &mut Vec<(&'a str, Slot<'a>)>, key: &'a str, slot: Slot<'a>) {
+        match slots.iter_mut().find(|(k, _)| *k == key) {
+            Some(entry) => entry.1 = slot,
+            None => slots.push((key, slot)),
         }
     }
-    if let Some(p) = payload {
-        line.insert("payload".into(), Value::Object(p));
+    let mut slots: Vec<(&str, Slot<'_>)> = Vec::with_capacity(envelope.len() + 2);
+    if let Some(ts) = timestamp {
+        set(&mut slots, "timestamp", Slot::Str(ts));
     }
-    Value::Object(line)
+    let mut placed = false;
+    for (k, v) in envelope {
+        set(&mut slots, k, Slot::Value(v));
+        if k == "type" && !std::mem::replace(&mut placed, true) {
+            set(&mut slots, "payload", Slot::Payload);
+        }
+    }
+    if !placed {
+        set(&mut slots, "payload", Slot::Payload);
+    }
+    let mut payload = Some(payload);
+    out.push(b'{');
+    for (i, (k, slot)) in slots.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        jsonl::write_str(out, k);
+        out.push(b':');
+        match slot {
+            Slot::Str(s) => jsonl::write_str(out, s),
+            Slot::Value(v) => jsonl::write_value(out, v),
+            Slot::Payload => {
+                if let Some(write) = payload.take() {
+                    write(out)?;
+                }
+            }
+        }
+    }
+    out.push(b'}');
+    Ok(())
 }
 
 /// The stored payload leftovers of a session or message.
-fn payload(options: &Options, id: &SessionId) -> Result<Map<String, Value>, WriteError> {
+fn payload<'a>(options: &'a Options, id: &SessionId) -> Result<&'a Map<String, Value>, WriteError> {
     option(options, "source", keys::PAYLOAD)
         .and_then(Value::as_object)
-        .cloned()
         .ok_or_else(|| {
             unrepresentable(
                 id,
@@ -150,10 +227,12 @@ fn payload(options: &Options, id: &SessionId) -> Result<Map<String, Value>, Writ
 }
 
 /// The `session_meta` (or G0 header) line of a session.
-fn header_line(session: &Session) -> Result<Value, WriteError> {
-    let mut payload = payload(&session.options, &session.id)?;
-    for key in taken(&session.options) {
-        let value = match key {
+fn header_line(session: &Session) -> Result<Vec<u8>, WriteError> {
+    let payload = payload(&session.options, &session.id)?;
+    let taken = taken(&session.options);
+    let mut values = Vec::with_capacity(taken.len());
+    for &key in &taken {
+        values.push(match key {
             "id" => session.id.as_str(),
             "cwd" => session.project.as_str(),
             "timestamp" => session.created_at.as_str(),
@@ -163,88 +242,118 @@ fn header_line(session: &Session) -> Result<Value, WriteError> {
                     format!("unknown taken field `{other}`"),
                 ));
             }
-        };
-        payload.insert(key.to_owned(), Value::from(value));
+        });
     }
-    Ok(match option(&session.options, "source", keys::ENVELOPE) {
-        Some(Value::Object(envelope)) => wrap(envelope, None, payload),
-        _ => Value::Object(payload),
-    })
+    let write_payload = |out: &mut Vec<u8>| {
+        jsonl::write_object(out, payload, &taken, |out, i| {
+            jsonl::write_str(out, values[i]);
+            Ok::<(), WriteError>(())
+        })
+    };
+    let mut line = Vec::new();
+    match option(&session.options, "source", keys::ENVELOPE) {
+        Some(Value::Object(envelope)) => write_wrapped(&mut line, envelope, None, write_payload)?,
+        _ => write_payload(&mut line)?,
+    }
+    Ok(line)
 }
 
 /// The content item fields a part kept (`type`, `detail`, `annotations`, ...).
-fn source_item(options: &Options) -> Map<String, Value> {
+fn source_item<'a>(options: &'a Options, empty: &'a Map<String, Value>) -> &'a Map<String, Value> {
     option(options, "source", keys::ITEM)
         .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default()
+        .unwrap_or(empty)
 }
 
 fn flag(options: &Options, key: &str) -> bool {
     option(options, "pond", key).and_then(Value::as_bool) == Some(true)
 }
 
+/// Writes an item: its kept fields, then `key` with the string `value`.
+fn write_item(out: &mut Vec<u8>, fields: &Map<String, Value>, key: &str, value: &str) {
+    let _ = jsonl::write_object(out, fields, &[key], |out, _| {
+        jsonl::write_str(out, value);
+        Ok::<(), ()>(())
+    });
+}
+
 /// A `message` content array from text and file parts; split text is joined back
 /// (spec 6.5 rule 1: re-concatenated in ordinal order).
-fn content_items(parts: &[PartRef<'_>]) -> Value {
-    let mut items: Vec<Value> = Vec::new();
+fn write_content_items(out: &mut Vec<u8>, parts: &[PartRef<'_>]) {
+    let empty = Map::new();
+    // (kept fields, key, value) of each item.
+    let mut items: Vec<(&Map<String, Value>, &str, Cow<'_, str>)> = Vec::new();
     for part in parts {
         match part {
             PartRef::Text(t) => {
                 if flag(&t.options, keys::CONTINUES)
-                    && let Some(Value::String(text)) = items
-                        .last_mut()
-                        .and_then(Value::as_object_mut)
-                        .and_then(|item| item.get_mut("text"))
+                    && let Some((_, "text", text)) = items.last_mut()
                 {
-                    text.push_str(t.text.as_str());
+                    text.to_mut().push_str(t.text.as_str());
                     continue;
                 }
-                let mut item = source_item(&t.options);
-                item.insert("text".into(), Value::from(t.text.as_str()));
-                items.push(Value::Object(item));
+                let fields = source_item(&t.options, &empty);
+                items.push((fields, "text", Cow::Borrowed(t.text.as_str())));
             }
             PartRef::File(f) => {
-                let mut item = source_item(&f.options);
+                let fields = source_item(&f.options, &empty);
                 let data_url = option(&f.options, "pond", keys::IMAGE_URL).and_then(Value::as_str)
                     == Some("data_url");
                 let url = match &f.data {
                     FileData::Base64(data) if data_url => {
-                        format!("data:{};base64,{data}", f.media_type.as_str())
+                        Cow::Owned(format!("data:{};base64,{data}", f.media_type.as_str()))
                     }
-                    FileData::Base64(data) => data.clone(),
-                    FileData::Url(url) => url.clone(),
+                    FileData::Base64(data) => Cow::Borrowed(data.as_str()),
+                    FileData::Url(url) => Cow::Borrowed(url.as_str()),
                 };
-                item.insert("image_url".into(), Value::from(url));
-                items.push(Value::Object(item));
+                items.push((fields, "image_url", url));
             }
             _ => {}
         }
     }
-    Value::Array(items)
+    out.push(b'[');
+    for (i, (fields, key, value)) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_item(out, fields, key, value);
+    }
+    out.push(b']');
 }
 
 /// A reasoning `summary` or `content` array from the reasoning parts read from it.
-fn reasoning_items(parts: &[PartRef<'_>], field: &str) -> Value {
-    let items = parts
-        .iter()
-        .filter_map(|part| match part {
-            PartRef::Reasoning(r)
-                if option(&r.options, "pond", keys::REASONING_FIELD).and_then(Value::as_str)
-                    == Some(field) =>
-            {
-                let mut item = source_item(&r.options);
-                item.insert("text".into(), Value::from(r.text.as_str()));
-                Some(Value::Object(item))
+fn write_reasoning_items(out: &mut Vec<u8>, parts: &[PartRef<'_>], field: &str) {
+    let empty = Map::new();
+    out.push(b'[');
+    let mut first = true;
+    for part in parts {
+        if let PartRef::Reasoning(r) = part
+            && option(&r.options, "pond", keys::REASONING_FIELD).and_then(Value::as_str)
+                == Some(field)
+        {
+            if !std::mem::take(&mut first) {
+                out.push(b',');
             }
-            _ => None,
-        })
-        .collect();
-    Value::Array(items)
+            write_item(
+                out,
+                source_item(&r.options, &empty),
+                "text",
+                r.text.as_str(),
+            );
+        }
+    }
+    out.push(b']');
 }
 
-/// The value of one taken payload field, from the message's parts.
-fn taken_value(key: &str, kind: &str, message: &Message, parts: &[PartRef<'_>]) -> Option<Value> {
+/// Writes the value of one taken payload field, from the message's parts; `None` (with nothing
+/// written) when no part holds it.
+fn write_taken(
+    out: &mut Vec<u8>,
+    key: &str,
+    kind: &str,
+    message: &Message,
+    parts: &[PartRef<'_>],
+) -> Option<()> {
     let call = parts.iter().find_map(|p| match p {
         PartRef::ToolCall(c) => Some(*c),
         _ => None,
@@ -253,77 +362,84 @@ fn taken_value(key: &str, kind: &str, message: &Message, parts: &[PartRef<'_>]) 
         PartRef::ToolResult(r) => Some(*r),
         _ => None,
     });
-    Some(match (key, kind) {
-        ("role", _) => Value::from(message.role()),
-        ("content", "message") => content_items(parts),
-        ("summary" | "content", "reasoning") => reasoning_items(parts, key),
+    match (key, kind) {
+        ("role", _) => jsonl::write_str(out, message.role()),
+        ("content", "message") => write_content_items(out, parts),
+        ("summary" | "content", "reasoning") => write_reasoning_items(out, parts, key),
         ("call_id" | "id", _) => match (call, result) {
-            (Some(c), _) => Value::from(c.call_id.as_str()),
-            (None, Some(r)) => Value::from(r.call_id.as_str()),
+            (Some(c), _) => jsonl::write_str(out, c.call_id.as_str()),
+            (None, Some(r)) => jsonl::write_str(out, r.call_id.as_str()),
             _ => return None,
         },
         ("name", _) => match (call, result) {
-            (Some(c), _) => Value::from(c.name.as_str()),
-            (None, Some(r)) => Value::from(r.name.as_ref()?.as_str()),
+            (Some(c), _) => jsonl::write_str(out, c.name.as_str()),
+            (None, Some(r)) => jsonl::write_str(out, r.name.as_ref()?.as_str()),
             _ => return None,
         },
         ("arguments", _) => {
             let call = call?;
             match option(&call.options, "source", keys::ARGUMENTS) {
-                Some(exact) => exact.clone(),
+                Some(exact) => jsonl::write_value(out, exact),
                 None if flag(&call.options, keys::ARGUMENTS_NOT_JSON) => {
-                    call.params.as_value().clone()
+                    jsonl::write_value(out, call.params.as_value())
                 }
-                None => Value::from(serde_json::to_string(call.params.as_value()).ok()?),
+                None => {
+                    // The arguments string is the parameters as compact JSON text.
+                    let mut text = Vec::new();
+                    jsonl::write_value(&mut text, call.params.as_value());
+                    jsonl::write_str(out, std::str::from_utf8(&text).ok()?);
+                }
             }
         }
-        ("input" | "action", _) => call?.params.as_value().clone(),
-        ("output", _) => result?.result.as_value().clone(),
+        ("input" | "action", _) => jsonl::write_value(out, call?.params.as_value()),
+        ("output", _) => jsonl::write_value(out, result?.result.as_value()),
         _ => return None,
-    })
+    }
+    Some(())
 }
 
-/// The rollout line of a message.
-fn message_line(message: &Message) -> Result<Value, WriteError> {
+/// Writes the rollout line of a message (no newline).
+fn write_message_line(out: &mut Vec<u8>, message: &Message) -> Result<(), WriteError> {
     let session = message.session_id();
     if let Message::System(system) = message {
-        return system
-            .carried_record()
-            .map(|record| Value::Object(record.clone()))
-            .ok_or_else(|| {
-                unrepresentable(
-                    session,
-                    "a system message with text is no Codex rollout line",
-                )
-            });
+        let record = system.carried_record().ok_or_else(|| {
+            unrepresentable(
+                session,
+                "a system message with text is no Codex rollout line",
+            )
+        })?;
+        jsonl::write_value_map(out, record);
+        return Ok(());
     }
     let options = message.options();
-    let mut payload = payload(options, session)?;
+    let payload = payload(options, session)?;
     let kind = payload
         .get("type")
         .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
+        .unwrap_or_default();
     // Borrowed: cloning the parts (tool outputs and all) would copy what is written anyway.
     let parts = message.part_refs();
-    for key in taken(options) {
-        let value = taken_value(key, &kind, message, &parts).ok_or_else(|| {
-            unrepresentable(
-                session,
-                format!(
-                    "message {}: no part holds the `{key}` of its `{kind}`",
-                    message.id()
-                ),
-            )
-        })?;
-        payload.insert(key.to_owned(), value);
-    }
+    let taken = taken(options);
+    let write_payload = |out: &mut Vec<u8>| {
+        jsonl::write_object(out, payload, &taken, |out, i| {
+            let key = taken[i];
+            write_taken(out, key, kind, message, &parts).ok_or_else(|| {
+                unrepresentable(
+                    session,
+                    format!(
+                        "message {}: no part holds the `{key}` of its `{kind}`",
+                        message.id()
+                    ),
+                )
+            })
+        })
+    };
     let timestamp =
         (!flag(options, keys::TIMESTAMP_FALLBACK)).then(|| message.timestamp().as_str());
-    Ok(match option(options, "source", keys::ENVELOPE) {
-        Some(Value::Object(envelope)) => wrap(envelope, timestamp, payload),
-        _ => Value::Object(payload),
-    })
+    match option(options, "source", keys::ENVELOPE) {
+        Some(Value::Object(envelope)) => write_wrapped(out, envelope, timestamp, write_payload),
+        _ => write_payload(out),
+    }
 }
 
 impl SessionWriter for RolloutWriter {
@@ -351,6 +467,16 @@ impl SessionWriter for RolloutWriter {
             .and_then(Value::as_u64)
             .and_then(|n| usize::try_from(n).ok())
             .unwrap_or(0);
+        let encoder = if path.ends_with(COMPRESSED_SUFFIX) {
+            let encoder = zstd::stream::write::Encoder::new(Vec::new(), super::archive::LEVEL)
+                .map_err(|error| WriteError::Io {
+                    path: path.clone(),
+                    error,
+                })?;
+            Some(encoder)
+        } else {
+            None
+        };
         self.files.push(RolloutFile {
             session: session.id.clone(),
             uuid,
@@ -359,6 +485,7 @@ impl SessionWriter for RolloutWriter {
             preceding,
             lines: Vec::new(),
             streaming: false,
+            encoder,
         });
         Ok(())
     }
@@ -373,29 +500,17 @@ impl SessionWriter for RolloutWriter {
             rollout.message(message, target);
             return Ok(());
         }
-        // A carried record is serialized as it is, without copying it into a new value first.
-        let carried = match message {
-            Message::System(m) => m.carried_record(),
-            _ => None,
-        };
-        let line = match carried {
-            Some(record) => serde_json::to_vec(record),
-            None => serde_json::to_vec(&message_line(message)?),
-        }
-        .map_err(|e| unrepresentable(message.session_id(), e.to_string()))?;
         let file = self
             .files
             .iter_mut()
             .rev()
             .find(|f| &f.session == message.session_id())
             .ok_or_else(|| unrepresentable(message.session_id(), "a message before its session"))?;
-        if file.streaming {
-            let mut line = line;
-            line.push(b'\n');
-            return target.out.append(&file.path, &line);
-        }
-        file.lines.push(line);
-        file.release(target.out, false)
+        let line = &mut self.line;
+        line.clear();
+        write_message_line(line, message)?;
+        line.push(b'\n');
+        file.line(target.out, line)
     }
 
     fn end_source(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
@@ -403,24 +518,7 @@ impl SessionWriter for RolloutWriter {
             rollout.finish(target)?;
         }
         for mut file in std::mem::take(&mut self.files) {
-            if file.compressed() {
-                let header = serde_json::to_vec(&file.header).map_err(|e| WriteError::Io {
-                    path: file.path.clone(),
-                    error: std::io::Error::other(e),
-                })?;
-                let mut lines = std::mem::take(&mut file.lines);
-                lines.insert(file.preceding.min(lines.len()), header);
-                // Codex compresses archived rollouts with zstd level 3 (`R-zst`).
-                let bytes = super::archive::compress(&join_lines(&lines)).map_err(|error| {
-                    WriteError::Io {
-                        path: file.path.clone(),
-                        error,
-                    }
-                })?;
-                target.out.append(&file.path, &bytes)?;
-            } else {
-                file.release(target.out, true)?;
-            }
+            file.finish(target.out)?;
             target.written.push(Written {
                 source_session: file.session.to_string(),
                 session: file

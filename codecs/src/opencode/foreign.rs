@@ -25,12 +25,22 @@
 //!   the shape was validated against), `slug` `pond-<8 hex>`, the title from the first user text.
 //!   The model is the source's where it names one, else `unknown`, with the provider implied by the
 //!   source harness.
+//! * **Streaming** (docs/decisions.md, "Foreign writers stream"): the document is written message
+//!   by message as each is final, and its `info` last, after `messages` (its `time.updated` and
+//!   title are known only at the end; `opencode import` reads keys in any order). Held back: the
+//!   messages before the session's default model is known (the first an assistant message names;
+//!   at most `hold::MAX_PRELUDE`), and an assistant message until its run has ended and no tool
+//!   part is `running`, with what comes while it waits behind it. A conversational user message
+//!   (or more than `hold::MAX_HELD` held messages) gives up on the results still missing: the part
+//!   stays `running` (`tool_call_without_result`) and a result that comes later is dropped
+//!   (`unpaired_tool_result`).
 
 use crate::discover::find_str;
-use crate::face::{Losses, WriteError};
-use pond_canonical::{FileData, Message, Part, Provenance, Session};
+use crate::face::{Losses, Target, WriteError};
+use crate::hold::{Prelude, Streamed};
+use pond_canonical::{AssistantPart, FileData, Message, PartRef, Provenance, Session, ToolPart};
 use serde_json::{Map, Value, json};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 
 /// The opencode version whose `import` schema this writer targets.
 const OPENCODE_VERSION: &str = "1.18.33";
@@ -73,15 +83,6 @@ pub(crate) fn session_id(source: &str) -> String {
 
 fn millis(ts: &pond_canonical::Timestamp) -> i64 {
     ts.unix_micros().div_euclid(1000).max(0)
-}
-
-/// The provider a source harness talks to when its record names none.
-fn default_provider(agent: &str) -> &'static str {
-    match agent {
-        "claude-code" => "anthropic",
-        "codex" => "openai",
-        _ => "unknown",
-    }
 }
 
 /// Tool output as the string opencode stores: a string as is, text blocks joined, anything else
@@ -134,14 +135,34 @@ struct MsgOut {
     parts: Vec<PartOut>,
 }
 
-/// The state of one document being built.
-struct Builder<'a> {
-    session: &'a Session,
-    sid: String,
-    losses: &'a mut Losses,
-    msgs: Vec<MsgOut>,
-    /// Call id -> (message index, part index) of its tool part, for folding results.
+/// One foreign session's export document being written (see the module doc, "Streaming").
+pub(crate) struct ForeignDoc {
+    /// The opencode session id, and the document's path relative to the output root.
+    pub sid: String,
+    pub path: String,
+    session: Session,
+    /// Losses of the messages being processed, added to the target's after each message.
+    losses: Losses,
+    prelude: Prelude,
+    /// The messages not written yet: responses waiting for results, what came after them, and
+    /// the open response.
+    held: VecDeque<MsgOut>,
+    /// How many messages were written (the index in the session of `held[0]`).
+    base: usize,
+    /// The id of the last message made (an assistant message's parent when no user came yet).
+    last_id: Option<String>,
+    /// Call id -> (index in the session of its message, part index) of its tool part, for
+    /// folding results into held messages.
     calls: HashMap<String, (usize, usize)>,
+    /// Every call id answered (a second result is dropped).
+    answered: HashSet<String>,
+    /// The title (the first user text) and the last time of the messages written so far.
+    title: Option<String>,
+    updated: i64,
+    /// Whether a message was written (the `messages` array is open).
+    started: bool,
+    /// Bytes made since the last write to the output.
+    buf: Vec<u8>,
     last_ms: i64,
     counter: u128,
     /// Whether the last canonical message was an assistant one (a run merges).
@@ -151,7 +172,7 @@ struct Builder<'a> {
     model: String,
 }
 
-impl Builder<'_> {
+impl ForeignDoc {
     fn at(&self, m: &Message) -> String {
         format!("session {} message {}", self.session.id, m.id())
     }
@@ -199,7 +220,7 @@ impl Builder<'_> {
             let parent = self
                 .last_user
                 .clone()
-                .or_else(|| self.msgs.last().map(|m| m.id.clone()))
+                .or_else(|| self.last_id.clone())
                 .unwrap_or_else(|| id.clone());
             info.insert("parentID".into(), Value::from(parent));
             let opts = Value::Object(m.options().clone());
@@ -224,7 +245,8 @@ impl Builder<'_> {
                 json!({"providerID": self.provider, "modelID": self.model}),
             );
         }
-        self.msgs.push(MsgOut {
+        self.last_id = Some(id.clone());
+        self.held.push_back(MsgOut {
             seed,
             assistant,
             created,
@@ -232,11 +254,11 @@ impl Builder<'_> {
             info,
             parts: Vec::new(),
         });
-        self.msgs.len() - 1
+        self.held.len() - 1
     }
 
-    fn push(&mut self, msg: usize, seed: String, body: Map<String, Value>) -> usize {
-        let parts = &mut self.msgs[msg].parts;
+    fn push_part(&mut self, msg: usize, seed: String, body: Map<String, Value>) -> usize {
+        let parts = &mut self.held[msg].parts;
         parts.push(PartOut { seed, body });
         parts.len() - 1
     }
@@ -265,8 +287,8 @@ impl Builder<'_> {
                 self.in_assistant_run = false;
                 let mut bodies = Vec::new();
                 for p in &u.content {
-                    let p: Part = p.clone().into();
-                    if let Some(b) = self.content_part(&p, &at) {
+                    let p = p.as_part_ref();
+                    if let Some(b) = self.content_part(p, &at) {
                         bodies.push((p.id().to_string(), b));
                     }
                 }
@@ -274,21 +296,20 @@ impl Builder<'_> {
                     return;
                 }
                 let i = self.new_message(m, false);
-                self.last_user = Some(self.msgs[i].id.clone());
+                self.last_user = Some(self.held[i].id.clone());
                 for (seed, b) in bodies {
-                    self.push(i, seed, b);
+                    self.push_part(i, seed, b);
                 }
             }
             Message::Assistant(a) => {
-                let parts: Vec<Part> = a.content.iter().cloned().map(Part::from).collect();
                 let mut i = None;
-                for p in &parts {
-                    if let Part::ToolResult(r) = p {
+                for p in a.content.iter().map(AssistantPart::as_part_ref) {
+                    if let PartRef::ToolResult(r) = p {
                         self.fold_result(r, m.timestamp(), &at);
                         continue;
                     }
                     let body = match p {
-                        Part::ToolCall(c) => {
+                        PartRef::ToolCall(c) => {
                             let input = match c.params.as_value() {
                                 Value::Object(o) => Value::Object(o.clone()),
                                 other => {
@@ -317,20 +338,20 @@ impl Builder<'_> {
                     let msg = match i {
                         Some(i) => i,
                         None if self.in_assistant_run
-                            && self.msgs.last().is_some_and(|m| m.assistant) =>
+                            && self.held.back().is_some_and(|m| m.assistant) =>
                         {
-                            self.msgs.len() - 1
+                            self.held.len() - 1
                         }
                         None => self.new_message(m, true),
                     };
                     i = Some(msg);
                     let tool = match p {
-                        Part::ToolCall(c) => Some(c.call_id.as_str().to_owned()),
+                        PartRef::ToolCall(c) => Some(c.call_id.as_str().to_owned()),
                         _ => None,
                     };
-                    let k = self.push(msg, p.id().to_string(), body);
+                    let k = self.push_part(msg, p.id().to_string(), body);
                     if let Some(call) = tool {
-                        self.calls.insert(call, (msg, k));
+                        self.calls.insert(call, (self.base + msg, k));
                     }
                 }
                 self.in_assistant_run = true;
@@ -338,8 +359,8 @@ impl Builder<'_> {
             Message::Tool(t) => {
                 self.in_assistant_run = false;
                 for p in &t.content {
-                    match Part::from(p.clone()) {
-                        Part::ToolResult(r) => self.fold_result(&r, m.timestamp(), &at),
+                    match p {
+                        ToolPart::ToolResult(r) => self.fold_result(r, m.timestamp(), &at),
                         _ => self.losses.record(
                             "tool_approval",
                             &at,
@@ -359,6 +380,14 @@ impl Builder<'_> {
         at: &str,
     ) {
         let Some(&(mi, pi)) = self.calls.get(r.call_id.as_str()) else {
+            if self.answered.contains(r.call_id.as_str()) {
+                self.losses.record(
+                    "duplicate_tool_result",
+                    at,
+                    "a second result for one tool call was dropped",
+                );
+                return;
+            }
             self.losses.record(
                 "unpaired_tool_result",
                 at,
@@ -367,8 +396,8 @@ impl Builder<'_> {
             return;
         };
         let end = millis(ts);
-        let output = output_text(r.result.as_value(), self.losses, at);
-        let part = &mut self.msgs[mi].parts[pi].body;
+        let output = output_text(r.result.as_value(), &mut self.losses, at);
+        let part = &mut self.held[mi - self.base].parts[pi].body;
         let Some(Value::Object(state)) = part.get_mut("state") else {
             return;
         };
@@ -398,13 +427,14 @@ impl Builder<'_> {
                    "metadata": {}, "time": {"start": start, "end": end.max(start)}})
         };
         part.insert("state".into(), new_state);
+        self.answered.insert(r.call_id.as_str().to_owned());
     }
 
     /// A text, reasoning or file part (tool parts are built by the caller).
-    fn content_part(&mut self, p: &Part, at: &str) -> Option<Map<String, Value>> {
+    fn content_part(&mut self, p: PartRef<'_>, at: &str) -> Option<Map<String, Value>> {
         let mut b = Map::new();
         match p {
-            Part::Text(t) => {
+            PartRef::Text(t) => {
                 if t.text.as_str().is_empty() {
                     return None;
                 }
@@ -415,7 +445,7 @@ impl Builder<'_> {
                     b.insert("synthetic".into(), Value::Bool(true));
                 }
             }
-            Part::Reasoning(r) => {
+            PartRef::Reasoning(r) => {
                 if !r.options.is_empty() {
                     self.losses.record(
                         "reasoning_provider_data",
@@ -431,7 +461,7 @@ impl Builder<'_> {
                 // opencode.md 5.2: reasoning needs time{start,end}; set from its message in
                 // `finish`.
             }
-            Part::File(f) => {
+            PartRef::File(f) => {
                 // opencode fetches a file part's URL when it replays it: a data URL must decode.
                 let mime = f.media_type.as_str();
                 let valid_mime = mime.split_once('/').is_some_and(|(a, b)| {
@@ -462,7 +492,7 @@ impl Builder<'_> {
                 }
                 b.insert("url".into(), Value::from(url));
             }
-            Part::ToolApprovalRequest(_) | Part::ToolApprovalResponse(_) => {
+            PartRef::ToolApprovalRequest(_) | PartRef::ToolApprovalResponse(_) => {
                 self.losses.record(
                     "tool_approval",
                     at,
@@ -470,17 +500,19 @@ impl Builder<'_> {
                 );
                 return None;
             }
-            Part::ToolCall(_) | Part::ToolResult(_) => return None,
+            PartRef::ToolCall(_) | PartRef::ToolResult(_) => return None,
         }
         Some(b)
     }
 
-    /// Gives every part its id, `sessionID`, `messageID`, times and the step frame.
-    fn finish(mut self) -> Value {
-        let title = self.title();
-        let mut messages = Vec::new();
-        let mut updated = millis(&self.session.created_at);
-        for mut m in std::mem::take(&mut self.msgs) {
+    /// Gives every part of a finished message its id, `sessionID`, `messageID`, times and the
+    /// step frame, and notes the title and the session's last time.
+    fn finish_message(&mut self, mut m: MsgOut) -> Value {
+        if self.title.is_none() {
+            self.title = title_of(&m);
+        }
+        let updated = &mut self.updated;
+        {
             let mut parts = Vec::new();
             if m.assistant {
                 let mut step = 0;
@@ -542,11 +574,11 @@ impl Builder<'_> {
                     "time".into(),
                     json!({"created": m.created, "completed": completed}),
                 );
-                updated = updated.max(completed);
+                *updated = (*updated).max(completed);
             } else {
                 parts = std::mem::take(&mut m.parts);
             }
-            updated = updated.max(m.created);
+            *updated = (*updated).max(m.created);
             let mut out = Vec::new();
             for (k, mut p) in parts.into_iter().enumerate() {
                 let id = oc_id(
@@ -565,8 +597,12 @@ impl Builder<'_> {
                 body.extend(p.body);
                 out.push(Value::Object(body));
             }
-            messages.push(json!({"info": Value::Object(m.info), "parts": out}));
+            json!({"info": Value::Object(m.info), "parts": out})
         }
+    }
+
+    /// The session's `info`, once every message is written.
+    fn info(&self) -> Value {
         let created = millis(&self.session.created_at);
         let mut info = Map::new();
         info.insert("id".into(), Value::from(self.sid.as_str()));
@@ -582,121 +618,215 @@ impl Builder<'_> {
         if let Some(parent) = &self.session.parent_session_id {
             info.insert("parentID".into(), Value::from(session_id(parent.as_str())));
         }
+        let title = self.title.clone().unwrap_or_else(|| {
+            format!("{} session {}", self.session.source_agent, self.session.id)
+        });
         info.insert("title".into(), Value::from(title));
         info.insert("version".into(), Value::from(OPENCODE_VERSION));
         info.insert(
             "time".into(),
-            json!({"created": created, "updated": updated.max(created)}),
+            json!({"created": created, "updated": self.updated.max(created)}),
         );
-        json!({"info": Value::Object(info), "messages": messages})
+        Value::Object(info)
     }
+}
 
-    fn title(&self) -> String {
-        for m in &self.msgs {
-            if m.assistant {
-                continue;
-            }
-            for p in &m.parts {
-                if p.body.get("synthetic").is_some() {
-                    continue;
-                }
-                if let Some(t) = p.body.get("text").and_then(Value::as_str) {
-                    let line = t
-                        .lines()
-                        .find(|l| !l.trim().is_empty())
-                        .unwrap_or("")
-                        .trim();
-                    if !line.is_empty() {
-                        return line.chars().take(80).collect();
-                    }
-                }
+/// A user message's title: its first non-blank line of non-synthetic text, to 80 characters.
+fn title_of(m: &MsgOut) -> Option<String> {
+    if m.assistant {
+        return None;
+    }
+    for p in &m.parts {
+        if p.body.get("synthetic").is_some() {
+            continue;
+        }
+        if let Some(t) = p.body.get("text").and_then(Value::as_str) {
+            let line = t
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .trim();
+            if !line.is_empty() {
+                return Some(line.chars().take(80).collect());
             }
         }
-        format!("{} session {}", self.session.source_agent, self.session.id)
     }
+    None
 }
 
 fn zero_tokens() -> Value {
     json!({"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}})
 }
 
-/// The export document of one foreign session, and its opencode session id.
-pub(crate) fn document(
-    session: &Session,
-    messages: &[Message],
-    losses: &mut Losses,
-) -> Result<(String, Value), WriteError> {
-    let sid = session_id(session.id.as_str());
-    losses.record(
-        "session_id_derived",
-        format!("session {}", session.id),
-        format!(
-            "opencode ids are `ses_...`: session {} became {sid} (a hash of the source id)",
-            session.id
-        ),
-    );
-    if session.parent_session_id.is_some() && session.parent_message_id.is_some() {
+impl ForeignDoc {
+    /// A foreign session begins: its id and file are decided (`<sid>.json`, the same in both
+    /// layouts: opencode has no session files of its own; `import` reads it).
+    pub(crate) fn start(session: &Session, losses: &mut Losses) -> Self {
+        let sid = session_id(session.id.as_str());
         losses.record(
-            "fork_cut_point",
+            "session_id_derived",
             format!("session {}", session.id),
-            "opencode's parentID names the parent session only, not the message a fork was cut at",
+            format!(
+                "opencode ids are `ses_...`: session {} became {sid} (a hash of the source id)",
+                session.id
+            ),
         );
-    }
-    // The session-wide model: the first one an assistant message names, else the session's.
-    let session_opts = Value::Object(session.options.clone());
-    let mut model = None;
-    let mut provider = None;
-    for m in messages {
-        if let Message::Assistant(a) = m {
-            let opts = Value::Object(a.options.clone());
-            if model.is_none() {
-                model = find_str(&opts, &["model", "modelID", "modelId"]).map(str::to_owned);
-            }
-            if provider.is_none() {
-                provider = find_str(&opts, &["providerID", "provider", "model_provider"])
-                    .map(str::to_owned);
-            }
+        if session.parent_session_id.is_some() && session.parent_message_id.is_some() {
+            losses.record(
+                "fork_cut_point",
+                format!("session {}", session.id),
+                "opencode's parentID names the parent session only, not the message a fork was cut at",
+            );
+        }
+        Self {
+            path: format!("{sid}.json"),
+            sid,
+            session: session.clone(),
+            losses: Losses::default(),
+            prelude: Prelude::new(),
+            held: VecDeque::new(),
+            base: 0,
+            last_id: None,
+            calls: HashMap::new(),
+            answered: HashSet::new(),
+            title: None,
+            updated: millis(&session.created_at),
+            started: false,
+            buf: Vec::new(),
+            last_ms: i64::MIN,
+            counter: 0,
+            in_assistant_run: false,
+            last_user: None,
+            provider: String::new(),
+            model: String::new(),
         }
     }
-    let mut b = Builder {
-        session,
-        sid: sid.clone(),
-        losses,
-        msgs: Vec::new(),
-        calls: HashMap::new(),
-        last_ms: i64::MIN,
-        counter: 0,
-        in_assistant_run: false,
-        last_user: None,
-        provider: provider
-            .or_else(|| {
-                find_str(&session_opts, &["providerID", "model_provider"]).map(str::to_owned)
-            })
-            .unwrap_or_else(|| default_provider(&session.source_agent).to_owned()),
-        model: model
-            .or_else(|| {
-                find_str(&session_opts, &["model", "modelID", "modelId"]).map(str::to_owned)
-            })
-            .unwrap_or_else(|| "unknown".to_owned()),
-    };
-    for m in messages {
-        b.message(m);
+
+    /// The session written.
+    pub(crate) fn session(&self) -> &Session {
+        &self.session
     }
-    for m in &b.msgs {
+
+    /// The end of the source: whatever is held is written, then the session's `info`, which
+    /// closes the document (after `messages`: its `time.updated` and title are known only now).
+    pub(crate) fn finish(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
+        self.end();
+        self.buf.extend_from_slice(if self.started {
+            b"\n  ],\n  \"info\": "
+        } else {
+            b"{\n  \"messages\": [],\n  \"info\": "
+        });
+        let info = self.info();
+        push_indented(&mut self.buf, &info, 1);
+        self.buf.extend_from_slice(b"\n}\n");
+        self.write(target)
+    }
+}
+
+impl Streamed for ForeignDoc {
+    fn prelude(&mut self) -> &mut Prelude {
+        &mut self.prelude
+    }
+
+    fn source(&self) -> &Session {
+        &self.session
+    }
+
+    fn set_defaults(&mut self, provider: String, model: String) {
+        (self.provider, self.model) = (provider, model);
+    }
+
+    fn build(&mut self, m: &Message) {
+        self.message(m);
+    }
+
+    /// The open response (the last message, an assistant one, while its run goes on) and a
+    /// message with a tool part still `running` wait.
+    fn front_waits(&self) -> Option<bool> {
+        let front = self.held.front()?;
+        let open = self.in_assistant_run && self.held.len() == 1 && front.assistant;
+        Some(open || front.parts.iter().any(running))
+    }
+
+    fn held_len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// The oldest held message, into the `messages` array. A call never answered stays
+    /// `running`, and a result that comes for it later is dropped.
+    fn write_front(&mut self) {
+        let Some(m) = self.held.pop_front() else {
+            return;
+        };
         for p in &m.parts {
-            if p.body
-                .get("state")
-                .and_then(|s| s.get("status"))
-                .and_then(Value::as_str)
-                == Some("running")
+            if let Some(call) = p.body.get("callID").and_then(Value::as_str)
+                && self.calls.get(call).is_some_and(|(i, _)| *i == self.base)
             {
-                b.losses.record(
+                self.calls.remove(call);
+            }
+            if running(p) {
+                self.losses.record(
                     "tool_call_without_result",
-                    format!("session {}", session.id),
+                    format!("session {}", self.session.id),
                     "a tool call with no result stays `running`; opencode replays it as interrupted",
                 );
             }
         }
+        self.base += 1;
+        let value = self.finish_message(m);
+        self.buf.extend_from_slice(if self.started {
+            b",\n    "
+        } else {
+            b"{\n  \"messages\": [\n    "
+        });
+        self.started = true;
+        push_indented(&mut self.buf, &value, 2);
     }
-    Ok((sid, b.finish()))
+
+    fn pending(&mut self) -> (&str, &mut Losses, &mut Vec<u8>) {
+        (&self.path, &mut self.losses, &mut self.buf)
+    }
+}
+
+/// Whether a part is a tool call still waiting for its result.
+fn running(p: &PartOut) -> bool {
+    p.body
+        .get("state")
+        .and_then(|s| s.get("status"))
+        .and_then(Value::as_str)
+        == Some("running")
+}
+
+/// `value` pretty-printed (two spaces, as `opencode export` writes) as if nested `depth` levels
+/// deep: JSON text has no raw line breaks inside strings, so each one is followed by the indent.
+fn push_indented(buf: &mut Vec<u8>, value: &Value, depth: usize) {
+    let mut out = Indented { out: buf, depth };
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"  ");
+    // Serializing string-keyed values cannot fail, and writing into a Vec neither.
+    let _ = serde::Serialize::serialize(
+        value,
+        &mut serde_json::Serializer::with_formatter(&mut out, formatter),
+    );
+}
+
+/// Writes into a Vec, indenting every new line by `depth` levels.
+struct Indented<'a> {
+    out: &'a mut Vec<u8>,
+    depth: usize,
+}
+
+impl std::io::Write for Indented<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        for chunk in bytes.split_inclusive(|b| *b == b'\n') {
+            self.out.extend_from_slice(chunk);
+            if chunk.ends_with(b"\n") {
+                self.out.extend(std::iter::repeat_n(b' ', 2 * self.depth));
+            }
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

@@ -11,6 +11,7 @@ use super::NAME;
 use super::foreign;
 use super::read::RESULT_ID_SUFFIX;
 use crate::face::{Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written};
+use crate::hold::Streamed as _;
 use pond_canonical::{FileData, Message, Part, Session};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -24,15 +25,20 @@ impl WriteFace for OpencodeWriter {
             layout,
             sessions: Vec::new(),
             index: HashMap::new(),
+            foreign: Vec::new(),
+            foreign_index: HashMap::new(),
         })
     }
 }
 
-/// Holds each session of a source until its end, then writes one document per session.
+/// Holds each native session of a source until its end, then writes one document per session;
+/// a foreign session's document is written as its messages become final.
 struct ExportWriter {
     layout: Layout,
-    sessions: Vec<(Session, Fidelity, Vec<Message>)>,
+    sessions: Vec<(Session, Vec<Message>)>,
     index: HashMap<String, usize>,
+    foreign: Vec<foreign::ForeignDoc>,
+    foreign_index: HashMap<String, usize>,
 }
 
 /// The command that resumes an imported session: opencode lists and resumes a session from the
@@ -57,45 +63,56 @@ impl SessionWriter for ExportWriter {
         &mut self,
         session: &Session,
         fidelity: Fidelity,
-        _target: &mut Target<'_>,
+        target: &mut Target<'_>,
     ) -> Result<(), WriteError> {
+        if fidelity == Fidelity::Foreign {
+            // Foreign (spec 6.3): an idiomatic document named by its derived id.
+            self.foreign_index
+                .insert(session.id.to_string(), self.foreign.len());
+            self.foreign
+                .push(foreign::ForeignDoc::start(session, target.losses));
+            return Ok(());
+        }
         self.index
             .insert(session.id.to_string(), self.sessions.len());
-        self.sessions.push((session.clone(), fidelity, Vec::new()));
+        self.sessions.push((session.clone(), Vec::new()));
         Ok(())
     }
 
-    fn message(&mut self, message: &Message, _target: &mut Target<'_>) -> Result<(), WriteError> {
+    fn message(&mut self, message: &Message, target: &mut Target<'_>) -> Result<(), WriteError> {
+        if let Some(&i) = self.foreign_index.get(message.session_id().as_str()) {
+            return self.foreign[i].push(message, target);
+        }
         let Some(&i) = self.index.get(message.session_id().as_str()) else {
             return Err(WriteError::Unrepresentable {
                 session: message.session_id().to_string(),
                 reason: format!("message {} arrived before its session", message.id()),
             });
         };
-        self.sessions[i].2.push(message.clone());
+        self.sessions[i].1.push(message.clone());
         Ok(())
     }
 
     fn end_source(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
         self.index.clear();
-        for (session, fidelity, messages) in std::mem::take(&mut self.sessions) {
-            let (id, doc, path) = match fidelity {
-                Fidelity::Native => {
-                    let doc = document(&session, &messages, target);
-                    let path = match self.layout {
-                        Layout::Mirror => output_path(&session),
-                        Layout::Harness => format!("{}.json", session.id),
-                    };
-                    (session.id.to_string(), doc, path)
-                }
-                // Foreign (spec 6.3): an idiomatic document named by its derived id, the same in
-                // both layouts (opencode has no session files of its own; `import` reads it).
-                Fidelity::Foreign => {
-                    let (id, doc) = foreign::document(&session, &messages, target.losses)?;
-                    let path = format!("{id}.json");
-                    (id, doc, path)
-                }
+        self.foreign_index.clear();
+        for mut doc in std::mem::take(&mut self.foreign) {
+            doc.finish(target)?;
+            let session = doc.session();
+            target.written.push(Written {
+                source_session: session.id.to_string(),
+                resume: Some(resume_command(session.project.as_str(), &doc.sid)),
+                session: doc.sid.clone(),
+                file: doc.path.clone(),
+            });
+        }
+        for (session, messages) in std::mem::take(&mut self.sessions) {
+            let doc = document(&session, &messages, target);
+            let path = match self.layout {
+                Layout::Mirror => output_path(&session),
+                Layout::Harness => format!("{}.json", session.id),
             };
+            let id = session.id.to_string();
             let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| WriteError::Io {
                 path: path.clone(),
                 error: std::io::Error::other(e),

@@ -26,12 +26,22 @@
 //! * **Required fields pond cannot know**: `api`/`provider`/`model` are the source's where it
 //!   names them, else the source harness's provider (`anthropic`, `openai`) and model `unknown`;
 //!   `usage` is all zeros; `stopReason` is `toolUse` after tool calls, else `stop`.
+//! * **Streaming** (docs/decisions.md, "Foreign writers stream"): the header and each entry are
+//!   written as soon as they are final. Held back: the messages before the session's default
+//!   model is known (the first an assistant message names; at most `hold::MAX_PRELUDE`), and a pi
+//!   assistant message until its run has ended and its calls have their results, with what comes
+//!   while it waits behind it. A conversational user message (or more than `hold::MAX_HELD` held
+//!   messages) gives up on the results still missing: the call is sent unanswered
+//!   (`tool_call_without_result`) and a result that comes later is dropped
+//!   (`unpaired_tool_result`). Per session the writer keeps the entry ids used, the last one and
+//!   the call ids answered.
 
 use crate::discover::find_str;
-use crate::face::{Losses, WriteError};
-use pond_canonical::{FileData, Message, Part, Session, Timestamp};
+use crate::face::{Losses, Target, WriteError};
+use crate::hold::{Prelude, Streamed};
+use pond_canonical::{AssistantPart, FileData, Message, PartRef, Session, Timestamp, ToolPart};
 use serde_json::{Map, Value, json};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 /// FNV-1a, 64 bits, from the offset basis `seed`.
 fn fnv(seed: u64, s: &str) -> u64 {
@@ -126,27 +136,58 @@ fn api_of(provider: &str) -> &'static str {
     }
 }
 
+/// A `message` entry, in pi's field order.
+#[derive(serde::Serialize)]
+struct Entry<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: &'a str,
+    #[serde(rename = "parentId")]
+    parent_id: Option<&'a str>,
+    timestamp: String,
+    message: &'a Map<String, Value>,
+}
+
 /// One pi message being built, and the results that follow it.
 struct Pending {
     seed: String,
     ms: i64,
     message: Map<String, Value>,
     results: Vec<(String, i64, Map<String, Value>)>,
+    /// Its tool calls, and how many of them still wait for their result.
+    calls: Vec<String>,
+    waiting: usize,
 }
 
-struct Builder<'a> {
-    session: &'a Session,
-    losses: &'a mut Losses,
-    out: Vec<Pending>,
-    /// Call id -> (index in `out`, tool name).
+/// One foreign session's file being written (see the module doc, "Streaming").
+pub(crate) struct ForeignFile {
+    /// The file, relative to the output root, and the pi session id.
+    pub path: String,
+    pub id: String,
+    session: Session,
+    /// Losses of the messages being processed, added to the target's after each message.
+    losses: Losses,
+    prelude: Prelude,
+    /// The pi messages not written yet: responses waiting for results, what came after them,
+    /// and the open response.
+    held: VecDeque<Pending>,
+    /// How many pi messages were written (the index in the session of `held[0]`).
+    base: usize,
+    /// Call id -> (index in the session of its pi message, tool name), for held messages.
     calls: HashMap<String, (usize, String)>,
+    /// Every call id answered in the session (a second result is dropped).
     answered: HashSet<String>,
     in_assistant_run: bool,
     provider: String,
     model: String,
+    /// Entry ids used so far (re-hashed on a collision) and the last one (the next `parentId`).
+    used: HashSet<u32>,
+    parent: Option<String>,
+    /// Lines made since the last write to the output (the header first).
+    buf: Vec<u8>,
 }
 
-impl Builder<'_> {
+impl ForeignFile {
     fn at(&self, m: &Message) -> String {
         format!("session {} message {}", self.session.id, m.id())
     }
@@ -176,12 +217,12 @@ impl Builder<'_> {
                 self.in_assistant_run = false;
                 let mut blocks = Vec::new();
                 for p in &u.content {
-                    match Part::from(p.clone()) {
-                        Part::Text(t) if t.text.as_str().is_empty() => {}
-                        Part::Text(t) => {
+                    match p.as_part_ref() {
+                        PartRef::Text(t) if t.text.as_str().is_empty() => {}
+                        PartRef::Text(t) => {
                             blocks.push(json!({"type": "text", "text": t.text.as_str()}))
                         }
-                        Part::File(f) => blocks.extend(self.image(&f, &at)),
+                        PartRef::File(f) => blocks.extend(self.image(f, &at)),
                         _ => {}
                     }
                 }
@@ -192,24 +233,25 @@ impl Builder<'_> {
                 msg.insert("role".into(), Value::from("user"));
                 msg.insert("content".into(), Value::Array(blocks));
                 msg.insert("timestamp".into(), Value::from(ms));
-                self.out.push(Pending {
+                self.held.push_back(Pending {
                     seed: m.id().to_string(),
                     ms,
                     message: msg,
                     results: Vec::new(),
+                    calls: Vec::new(),
+                    waiting: 0,
                 });
             }
             Message::Assistant(a) => {
-                let opts = Value::Object(a.options.clone());
                 let mut blocks = Vec::new();
                 let mut results = Vec::new();
-                for p in a.content.iter().cloned().map(Part::from) {
+                for p in a.content.iter().map(AssistantPart::as_part_ref) {
                     match p {
-                        Part::Text(t) if t.text.as_str().is_empty() => {}
-                        Part::Text(t) => {
+                        PartRef::Text(t) if t.text.as_str().is_empty() => {}
+                        PartRef::Text(t) => {
                             blocks.push(json!({"type": "text", "text": t.text.as_str()}))
                         }
-                        Part::Reasoning(r) => {
+                        PartRef::Reasoning(r) => {
                             let signature = (self.session.source_agent == "claude-code")
                                 .then(|| {
                                     find_str(&Value::Object(r.options.clone()), &["signature"])
@@ -234,7 +276,7 @@ impl Builder<'_> {
                             }
                             blocks.push(Value::Object(b));
                         }
-                        Part::ToolCall(c) => {
+                        PartRef::ToolCall(c) => {
                             let args = match c.params.as_value() {
                                 Value::Object(o) => Value::Object(o.clone()),
                                 other => {
@@ -249,7 +291,7 @@ impl Builder<'_> {
                             blocks.push(json!({"type": "toolCall", "id": c.call_id.as_str(),
                                 "name": c.name.as_str(), "arguments": args}));
                         }
-                        Part::File(f) => {
+                        PartRef::File(f) => {
                             self.losses.record(
                                 "assistant_file",
                                 &at,
@@ -257,8 +299,8 @@ impl Builder<'_> {
                             );
                             let _ = f;
                         }
-                        Part::ToolResult(r) => results.push(r),
-                        Part::ToolApprovalRequest(_) | Part::ToolApprovalResponse(_) => {
+                        PartRef::ToolResult(r) => results.push(r),
+                        PartRef::ToolApprovalRequest(_) | PartRef::ToolApprovalResponse(_) => {
                             self.losses.record(
                                 "tool_approval",
                                 &at,
@@ -269,10 +311,11 @@ impl Builder<'_> {
                 }
                 if !blocks.is_empty() {
                     let merge = self.in_assistant_run
-                        && self.out.last().is_some_and(|p| {
+                        && self.held.back().is_some_and(|p| {
                             p.message.get("role").and_then(Value::as_str) == Some("assistant")
                         });
                     if !merge {
+                        let opts = Value::Object(a.options.clone());
                         let provider =
                             find_str(&opts, &["providerID", "provider", "model_provider"])
                                 .unwrap_or(&self.provider)
@@ -289,14 +332,16 @@ impl Builder<'_> {
                         msg.insert("usage".into(), zero_usage());
                         msg.insert("stopReason".into(), Value::from("stop"));
                         msg.insert("timestamp".into(), Value::from(ms));
-                        self.out.push(Pending {
+                        self.held.push_back(Pending {
                             seed: m.id().to_string(),
                             ms,
                             message: msg,
                             results: Vec::new(),
+                            calls: Vec::new(),
+                            waiting: 0,
                         });
                     }
-                    let i = self.out.len() - 1;
+                    let i = self.held.len() - 1;
                     for b in &blocks {
                         if b.get("type").and_then(Value::as_str) == Some("toolCall") {
                             let id = b.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
@@ -305,23 +350,25 @@ impl Builder<'_> {
                                 .and_then(Value::as_str)
                                 .unwrap_or("")
                                 .to_owned();
-                            self.calls.insert(id, (i, name));
+                            self.held[i].calls.push(id.clone());
+                            self.held[i].waiting += 1;
+                            self.calls.insert(id, (self.base + i, name));
                         }
                     }
-                    if let Some(Value::Array(content)) = self.out[i].message.get_mut("content") {
+                    if let Some(Value::Array(content)) = self.held[i].message.get_mut("content") {
                         content.extend(blocks);
                     }
                     self.in_assistant_run = true;
                 }
                 for r in results {
-                    self.result(&r, ms, &at);
+                    self.result(r, ms, &at);
                 }
             }
             Message::Tool(t) => {
                 self.in_assistant_run = false;
-                for p in t.content.iter().cloned().map(Part::from) {
+                for p in t.content.iter().map(ToolPart::as_part_ref) {
                     match p {
-                        Part::ToolResult(r) => self.result(&r, ms, &at),
+                        PartRef::ToolResult(r) => self.result(r, ms, &at),
                         _ => self.losses.record(
                             "tool_approval",
                             &at,
@@ -353,13 +400,22 @@ impl Builder<'_> {
     /// A `toolResult` message after the assistant message that made the call.
     fn result(&mut self, r: &pond_canonical::ToolResultPart, ms: i64, at: &str) {
         let Some((i, call_name)) = self.calls.get(r.call_id.as_str()).cloned() else {
+            if self.answered.contains(r.call_id.as_str()) {
+                self.losses.record(
+                    "duplicate_tool_result",
+                    at,
+                    "a second result for one tool call was dropped",
+                );
+                return;
+            }
             self.losses.record(
                 "unpaired_tool_result",
                 at,
-                "a tool result whose call is not in the session is dropped",
+                "a tool result whose call is not in the session (or no longer waiting for it) is dropped",
             );
             return;
         };
+        let i = i - self.base;
         if !self.answered.insert(r.call_id.as_str().to_owned()) {
             self.losses.record(
                 "duplicate_tool_result",
@@ -377,7 +433,8 @@ impl Builder<'_> {
         msg.insert("content".into(), Value::Array(content));
         msg.insert("isError".into(), Value::Bool(r.is_failure));
         msg.insert("timestamp".into(), Value::from(ms));
-        self.out[i].results.push((r.id.to_string(), ms, msg));
+        self.held[i].results.push((r.id.to_string(), ms, msg));
+        self.held[i].waiting -= 1;
     }
 
     /// Tool output as pi's text and image blocks.
@@ -421,108 +478,143 @@ fn zero_usage() -> Value {
         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}})
 }
 
-/// The pi file of one foreign session: its relative path, pi session id and bytes.
-pub(crate) fn file(
-    session: &Session,
-    messages: &[Message],
-    losses: &mut Losses,
-) -> Result<(String, String, Vec<u8>), WriteError> {
-    let (id, derived) = session_uuid(session.id.as_str());
-    let where_ = format!("session {}", session.id);
-    if derived {
-        losses.record(
-            "session_id_derived",
-            &where_,
-            format!(
-                "pi session ids are UUIDs: session {} became {id} (a hash of the source id)",
-                session.id
-            ),
+impl ForeignFile {
+    /// A foreign session begins: its id, file and header are decided.
+    pub(crate) fn start(session: &Session, losses: &mut Losses) -> Self {
+        let (id, derived) = session_uuid(session.id.as_str());
+        let where_ = format!("session {}", session.id);
+        if derived {
+            losses.record(
+                "session_id_derived",
+                &where_,
+                format!(
+                    "pi session ids are UUIDs: session {} became {id} (a hash of the source id)",
+                    session.id
+                ),
+            );
+        }
+        if session.parent_session_id.is_some() {
+            losses.record(
+                "session_parent_link",
+                &where_,
+                "pi has no sub-agents: a child session is its own pi file, without a link to its parent",
+            );
+        }
+        // The header (pi.md sections 2-3); its entries follow as one chain.
+        let stamp = iso(millis(&session.created_at));
+        let cwd = session.project.as_str();
+        let mut buf = Vec::new();
+        push_line(
+            &mut buf,
+            &json!({"type": "session", "version": 3, "id": id, "timestamp": stamp, "cwd": cwd}),
         );
-    }
-    if session.parent_session_id.is_some() {
-        losses.record(
-            "session_parent_link",
-            &where_,
-            "pi has no sub-agents: a child session is its own pi file, without a link to its parent",
-        );
-    }
-    let session_opts = Value::Object(session.options.clone());
-    let mut model = None;
-    let mut provider = None;
-    for m in messages {
-        if let Message::Assistant(a) = m {
-            let opts = Value::Object(a.options.clone());
-            model = model
-                .or_else(|| find_str(&opts, &["model", "modelID", "modelId"]).map(str::to_owned));
-            provider = provider.or_else(|| {
-                find_str(&opts, &["providerID", "provider", "model_provider"]).map(str::to_owned)
-            });
+        let name = format!("{}_{id}.jsonl", stamp.replace([':', '.'], "-"));
+        Self {
+            path: format!("{}/{name}", cwd_folder(cwd)),
+            id,
+            session: session.clone(),
+            losses: Losses::default(),
+            prelude: Prelude::new(),
+            held: VecDeque::new(),
+            base: 0,
+            calls: HashMap::new(),
+            answered: HashSet::new(),
+            in_assistant_run: false,
+            provider: String::new(),
+            model: String::new(),
+            used: HashSet::new(),
+            parent: None,
+            buf,
         }
     }
-    let default_provider = match session.source_agent.as_str() {
-        "claude-code" => "anthropic",
-        "codex" => "openai",
-        _ => "unknown",
-    };
-    let mut b = Builder {
-        session,
-        losses,
-        out: Vec::new(),
-        calls: HashMap::new(),
-        answered: HashSet::new(),
-        in_assistant_run: false,
-        provider: provider
-            .or_else(|| {
-                find_str(&session_opts, &["providerID", "model_provider"]).map(str::to_owned)
-            })
-            .unwrap_or_else(|| default_provider.to_owned()),
-        model: model
-            .or_else(|| {
-                find_str(&session_opts, &["model", "modelID", "modelId"]).map(str::to_owned)
-            })
-            .unwrap_or_else(|| "unknown".to_owned()),
-    };
-    for m in messages {
-        b.message(m);
-    }
-    let unanswered = b.calls.keys().filter(|c| !b.answered.contains(*c)).count();
-    for _ in 0..unanswered {
-        b.losses.record(
-            "tool_call_without_result",
-            &where_,
-            "a tool call has no result in the source; pi sends it unanswered",
-        );
-    }
-    // The header and one chain of entries (pi.md sections 2-3).
-    let created = millis(&session.created_at);
-    let stamp = iso(created);
-    let cwd = session.project.as_str();
-    let mut bytes = Vec::new();
-    push_line(
-        &mut bytes,
-        &json!({"type": "session", "version": 3, "id": id, "timestamp": stamp, "cwd": cwd}),
-    );
-    let mut used = HashSet::new();
-    let mut parent: Option<String> = None;
-    let mut entry = |bytes: &mut Vec<u8>, seed: &str, ms: i64, mut msg: Map<String, Value>| {
+
+    /// One `message` entry, chained to the one before.
+    fn entry(&mut self, seed: &str, ms: i64, mut msg: Map<String, Value>) {
         let mut salt = 0u32;
         let eid = loop {
-            let h = hash128(&format!("{}/{seed}/{salt}", session.id));
-            let candidate = format!("{:08x}", (h >> 96) as u32);
-            if used.insert(candidate.clone()) {
-                break candidate;
+            let h = hash128(&format!("{}/{seed}/{salt}", self.session.id));
+            let candidate = (h >> 96) as u32;
+            if self.used.insert(candidate) {
+                break format!("{candidate:08x}");
             }
             salt += 1;
         };
         msg.insert("timestamp".into(), Value::from(ms));
-        push_line(
-            bytes,
-            &json!({"type": "message", "id": eid, "parentId": parent, "timestamp": iso(ms),
-                "message": Value::Object(msg)}),
-        );
-        parent = Some(eid);
-    };
-    for mut p in std::mem::take(&mut b.out) {
+        let entry = Entry {
+            kind: "message",
+            id: &eid,
+            parent_id: self.parent.as_deref(),
+            timestamp: iso(ms),
+            message: &msg,
+        };
+        // Serializing string-keyed values into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut self.buf, &entry);
+        self.buf.push(b'\n');
+        self.parent = Some(eid);
+    }
+
+    /// The session written.
+    pub(crate) fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The end of the source: whatever is held is written.
+    pub(crate) fn finish(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
+        self.end();
+        self.write(target)
+    }
+}
+
+impl Streamed for ForeignFile {
+    fn prelude(&mut self) -> &mut Prelude {
+        &mut self.prelude
+    }
+
+    fn source(&self) -> &Session {
+        &self.session
+    }
+
+    fn set_defaults(&mut self, provider: String, model: String) {
+        (self.provider, self.model) = (provider, model);
+    }
+
+    fn build(&mut self, m: &Message) {
+        self.message(m);
+    }
+
+    /// The open response (the last pi message, an assistant one, while its run goes on) and a
+    /// message with a call still unanswered wait.
+    fn front_waits(&self) -> Option<bool> {
+        let front = self.held.front()?;
+        let open = self.in_assistant_run
+            && self.held.len() == 1
+            && front.message.get("role").and_then(Value::as_str) == Some("assistant");
+        Some(open || front.waiting > 0)
+    }
+
+    fn held_len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// The oldest held pi message, then its results. A call still unanswered is reported (pi
+    /// sends it unanswered) and a result that comes for it later is dropped.
+    fn write_front(&mut self) {
+        let Some(mut p) = self.held.pop_front() else {
+            return;
+        };
+        for call in &p.calls {
+            if self.calls.get(call).is_some_and(|(i, _)| *i == self.base) {
+                self.calls.remove(call);
+            }
+            if !self.answered.contains(call) {
+                self.losses.record(
+                    "tool_call_without_result",
+                    format!("session {}", self.session.id),
+                    "a tool call has no result in the source; pi sends it unanswered",
+                );
+            }
+        }
+        self.base += 1;
         let has_call = p
             .message
             .get("content")
@@ -535,13 +627,15 @@ pub(crate) fn file(
             p.message
                 .insert("stopReason".into(), Value::from("toolUse"));
         }
-        entry(&mut bytes, &p.seed, p.ms, p.message);
-        for (seed, ms, msg) in p.results {
-            entry(&mut bytes, &seed, ms.max(p.ms), msg);
+        self.entry(&p.seed, p.ms, p.message);
+        for (seed, ms, msg) in std::mem::take(&mut p.results) {
+            self.entry(&seed, ms.max(p.ms), msg);
         }
     }
-    let name = format!("{}_{id}.jsonl", stamp.replace([':', '.'], "-"));
-    Ok((format!("{}/{name}", cwd_folder(cwd)), id, bytes))
+
+    fn pending(&mut self) -> (&str, &mut Losses, &mut Vec<u8>) {
+        (&self.path, &mut self.losses, &mut self.buf)
+    }
 }
 
 fn push_line(bytes: &mut Vec<u8>, v: &Value) {

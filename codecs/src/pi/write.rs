@@ -6,6 +6,7 @@
 use super::NAME;
 use super::foreign;
 use crate::face::{Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written};
+use crate::hold::Streamed as _;
 use pond_canonical::{FileData, Message, Part, Session};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -55,8 +56,8 @@ struct PiFile {
 #[derive(Default)]
 struct FileWriter {
     layout: Option<Layout>,
-    /// Foreign sessions, held until the end of their source, with their messages.
-    foreign: Vec<(Session, Vec<Message>)>,
+    /// Foreign sessions of the current source, written as their entries become final.
+    foreign: Vec<foreign::ForeignFile>,
     foreign_index: HashMap<String, usize>,
     files: Vec<(String, PiFile)>,
     /// Session id to index in `files`.
@@ -73,12 +74,13 @@ impl SessionWriter for FileWriter {
         &mut self,
         session: &Session,
         fidelity: Fidelity,
-        _target: &mut Target<'_>,
+        target: &mut Target<'_>,
     ) -> Result<(), WriteError> {
         if fidelity == Fidelity::Foreign {
             self.foreign_index
                 .insert(session.id.to_string(), self.foreign.len());
-            self.foreign.push((session.clone(), Vec::new()));
+            self.foreign
+                .push(foreign::ForeignFile::start(session, target.losses));
             return Ok(());
         }
         let source = object(session.options.get("source"));
@@ -110,8 +112,7 @@ impl SessionWriter for FileWriter {
 
     fn message(&mut self, message: &Message, target: &mut Target<'_>) -> Result<(), WriteError> {
         if let Some(&i) = self.foreign_index.get(message.session_id().as_str()) {
-            self.foreign[i].1.push(message.clone());
-            return Ok(());
+            return self.foreign[i].push(message, target);
         }
         let Some(&i) = self.sessions.get(message.session_id().as_str()) else {
             return Err(WriteError::Unrepresentable {
@@ -140,15 +141,20 @@ impl SessionWriter for FileWriter {
         self.sessions.clear();
         let layout = self.layout.unwrap_or(Layout::Mirror);
         self.foreign_index.clear();
-        for (session, messages) in std::mem::take(&mut self.foreign) {
+        for mut file in std::mem::take(&mut self.foreign) {
             // Foreign (spec 6.3): pi's own layout whatever the layout asked.
-            let (path, id, bytes) = foreign::file(&session, &messages, target.losses)?;
-            target.out.append(&path, &bytes)?;
+            file.finish(target)?;
+            let session = file.session();
             target.written.push(Written {
                 source_session: session.id.to_string(),
-                resume: Some(resume_command(layout, &path, session.project.as_str(), &id)),
-                session: id,
-                file: path,
+                resume: Some(resume_command(
+                    layout,
+                    &file.path,
+                    session.project.as_str(),
+                    &file.id,
+                )),
+                session: file.id.clone(),
+                file: file.path.clone(),
             });
         }
         for (path, file) in std::mem::take(&mut self.files) {

@@ -29,7 +29,7 @@ pub struct Written {
 }
 
 impl Written {
-    fn add(&mut self, table: &str, o: MergeOutcome) {
+    pub(crate) fn add(&mut self, table: &str, o: MergeOutcome) {
         let (ins, pre) = match table {
             "sessions" => (&mut self.sessions_inserted, &mut self.sessions_present),
             "messages" => (&mut self.messages_inserted, &mut self.messages_present),

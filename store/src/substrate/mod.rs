@@ -13,18 +13,18 @@
 
 mod index;
 mod retry;
+mod snapshot;
 
 pub use index::{IndexAction, IndexKind, IndexSpec, IndexStatus};
 pub use retry::RetryPolicy;
+pub use snapshot::BatchStream;
 
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_schema::{ArrowError, SchemaRef};
 use lance::dataset::builder::DatasetBuilder;
 use lance::dataset::scanner::Scanner;
 use lance::dataset::write::merge_insert::SourceDedupeBehavior;
-use lance::dataset::{
-    Dataset, MergeInsertBuilder, WhenMatched, WhenNotMatched, WriteMode, WriteParams,
-};
+use lance::dataset::{Dataset, MergeInsertBuilder, WhenMatched, WhenNotMatched};
 use lance::session::Session;
 use std::collections::HashMap;
 use std::fmt;
@@ -357,20 +357,11 @@ impl Substrate {
     /// arrive only through [`merge_insert`](Self::merge_insert).
     async fn create(&self, spec: &TableSpec) -> Result<Arc<Dataset>, StoreError> {
         let uri = self.location(spec.name);
-        let mut schema = (*spec.schema).clone();
-        schema.metadata.insert(
-            SCHEMA_VERSION_KEY.to_owned(),
-            spec.schema_version.to_string(),
-        );
-        let schema: SchemaRef = Arc::new(schema);
+        let schema = snapshot::versioned_schema(spec);
         let ds = self
             .retry
             .run(spec.name, || {
-                let mut params = WriteParams::default();
-                params.mode = WriteMode::Create;
-                params.enable_stable_row_ids = true;
-                params.data_storage_version = "stable".parse().ok();
-                params.session = Some(self.session.clone());
+                let params = self.creation_params();
                 let empty = RecordBatchIterator::new(
                     Vec::<Result<RecordBatch, ArrowError>>::new(),
                     schema.clone(),
