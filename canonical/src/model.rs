@@ -283,6 +283,11 @@ impl<'a> PartRef<'a> {
         each_part_ref!(*self, p => &p.id)
     }
 
+    /// The session and message the part claims to belong to.
+    pub fn owner(&self) -> (&'a SessionId, &'a MessageId) {
+        each_part_ref!(*self, p => (&p.session_id, &p.message_id))
+    }
+
     /// Conversation or injected.
     pub fn provenance(&self) -> Provenance {
         each_part_ref!(*self, p => p.provenance)

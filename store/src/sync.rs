@@ -25,9 +25,13 @@ pub struct ImportSummary {
     pub errors: Vec<String>,
 }
 
-/// Rows per write batch: large enough that a commit's fixed cost is small against it.
-const FLUSH_MESSAGES: usize = 20_000;
-const FLUSH_PARTS: usize = 60_000;
+/// Rows per write batch. Every merge scans the target's keys once, so fewer, larger batches cost
+/// less in total (docs/benchmarks.md: 20,000 messages a batch took 30 s for a million messages,
+/// 50,000 took 21 s); what a batch holds is also bounded by its bytes, so the memory in flight
+/// (a batch being built, one queued, one being written) stays bounded whatever the messages carry.
+const FLUSH_MESSAGES: usize = 50_000;
+const FLUSH_PARTS: usize = 150_000;
+const FLUSH_BYTES: usize = 64 << 20;
 
 enum Chunk {
     Rows(RowBuffer),
@@ -98,7 +102,10 @@ pub async fn import(
                         )),
                     }
                     let (_, msgs, parts) = buffer.len();
-                    if msgs >= FLUSH_MESSAGES || parts >= FLUSH_PARTS {
+                    if msgs >= FLUSH_MESSAGES
+                        || parts >= FLUSH_PARTS
+                        || buffer.payload_bytes() >= FLUSH_BYTES
+                    {
                         let full = std::mem::take(&mut buffer);
                         let _ = tx.send(Chunk::Rows(full));
                     }

@@ -95,20 +95,27 @@ impl SessionStore {
         &self.substrate
     }
 
-    /// Writes buffered rows: sessions first, then messages, then parts, each through the
-    /// substrate's merge-insert (lance-chokepoints-write). Present rows are left alone.
+    /// Writes buffered rows to the three tables, each through the substrate's merge-insert
+    /// (lance-chokepoints-write). Present rows are left alone. The three merges run
+    /// concurrently: they touch different datasets, and no batch is atomic across tables anyway
+    /// (lance-forward-compat-no-cross-shard-atomic-write); a re-run after a failure inserts
+    /// exactly what is missing, since every row is keyed (lance-deterministic-pk).
     pub async fn write(&self, buffer: &mut RowBuffer) -> Result<Written, StoreError> {
         let [s, m, p] = buffer.take_batches();
-        let mut written = Written::default();
-        for (spec, batch) in [
+        let merges = [
             (&*schema::SESSIONS, s),
             (&*schema::MESSAGES, m),
             (&*schema::PARTS, p),
-        ] {
-            if let Some(batch) = batch {
-                let outcome = self.substrate.merge_insert(spec, vec![batch]).await?;
-                written.add(spec.name, outcome);
-            }
+        ]
+        .into_iter()
+        .filter_map(|(spec, batch)| batch.map(|b| (spec, b)))
+        .map(|(spec, batch)| async move {
+            let outcome = self.substrate.merge_insert(spec, vec![batch]).await;
+            outcome.map(|o| (spec.name, o))
+        });
+        let mut written = Written::default();
+        for (table, outcome) in futures::future::try_join_all(merges).await? {
+            written.add(table, outcome);
         }
         Ok(written)
     }

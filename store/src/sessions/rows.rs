@@ -9,7 +9,8 @@ use arrow_array::builder::{
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type, TimestampMicrosecondType};
 use arrow_array::{Array, ArrayRef, RecordBatch, new_null_array};
-use pond_canonical::{FileData, Message, Part, Session};
+use pond_canonical::{FileData, Json, Message, PartRef, Session, Text};
+use serde::Serialize;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
@@ -56,6 +57,93 @@ fn json_text(map: &Map<String, Value>) -> String {
     serde_json::to_string(map).expect("a JSON map serializes")
 }
 
+fn variant_text(fields: &impl Serialize) -> String {
+    serde_json::to_string(fields).expect("part fields serialize")
+}
+
+/// `variant_data` of a FilePart: its fields but the payload, which is in the blob column.
+#[derive(Serialize)]
+struct FileVariant<'a> {
+    media_type: &'a Text,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file_name: Option<&'a Text>,
+    data_kind: &'static str,
+}
+
+/// `variant_data`: a part's variant-specific fields, serialized straight from the part (no
+/// copy of its values), as [`part_rows`] reads them back. Base fields (`id`, back-references,
+/// `provenance`, `type`) and `options` are columns of their own.
+fn variant_data(part: PartRef<'_>) -> String {
+    #[derive(Serialize)]
+    struct TextOnly<'a> {
+        text: &'a Text,
+    }
+    #[derive(Serialize)]
+    struct ToolResult<'a> {
+        call_id: &'a Text,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<&'a Text>,
+        is_failure: bool,
+        result: &'a Json,
+    }
+    #[derive(Serialize)]
+    struct ApprovalResponse<'a> {
+        approval_id: &'a Text,
+        approved: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a Text>,
+    }
+    match part {
+        PartRef::Text(p) => variant_text(&TextOnly { text: &p.text }),
+        PartRef::Reasoning(p) => variant_text(&TextOnly { text: &p.text }),
+        PartRef::File(f) => variant_text(&FileVariant {
+            media_type: &f.media_type,
+            file_name: f.file_name.as_ref(),
+            data_kind: match f.data {
+                FileData::Base64(_) => "base64",
+                FileData::Url(_) => "url",
+            },
+        }),
+        PartRef::ToolCall(p) => {
+            #[derive(Serialize)]
+            struct ToolCall<'a> {
+                call_id: &'a Text,
+                name: &'a Text,
+                params: &'a Json,
+                provider_executed: bool,
+            }
+            variant_text(&ToolCall {
+                call_id: &p.call_id,
+                name: &p.name,
+                params: &p.params,
+                provider_executed: p.provider_executed,
+            })
+        }
+        PartRef::ToolResult(p) => variant_text(&ToolResult {
+            call_id: &p.call_id,
+            name: p.name.as_ref(),
+            is_failure: p.is_failure,
+            result: &p.result,
+        }),
+        PartRef::ToolApprovalRequest(p) => {
+            #[derive(Serialize)]
+            struct ApprovalRequest<'a> {
+                approval_id: &'a Text,
+                tool_call_id: &'a Text,
+            }
+            variant_text(&ApprovalRequest {
+                approval_id: &p.approval_id,
+                tool_call_id: &p.tool_call_id,
+            })
+        }
+        PartRef::ToolApprovalResponse(p) => variant_text(&ApprovalResponse {
+            approval_id: &p.approval_id,
+            approved: p.approved,
+            reason: p.reason.as_ref(),
+        }),
+    }
+}
+
 impl RowBuffer {
     /// Rows buffered: (sessions, messages, parts).
     pub fn len(&self) -> (usize, usize, usize) {
@@ -65,6 +153,23 @@ impl RowBuffer {
     /// Whether nothing is buffered.
     pub fn is_empty(&self) -> bool {
         self.len() == (0, 0, 0)
+    }
+
+    /// Bytes of text and payload buffered in the large columns: what a flush bound by size
+    /// looks at (a few messages can carry megabytes of tool output each).
+    pub fn payload_bytes(&self) -> usize {
+        [
+            &self.m_content,
+            &self.m_search,
+            &self.m_options,
+            &self.p_variant,
+            &self.p_options,
+            &self.s_options,
+        ]
+        .iter()
+        .map(|b| b.values_slice().len())
+        .sum::<usize>()
+            + self.p_data.values_slice().len()
     }
 
     /// Adds a session row. `ingested_at` is pond's own clock (a separate column, spec 4.3).
@@ -101,12 +206,12 @@ impl RowBuffer {
         }
         self.m_search.append_option(search_text_for(m));
         self.m_options.append_value(json_text(m.options()));
-        for (ordinal, part) in m.parts().into_iter().enumerate() {
+        for (ordinal, part) in m.part_refs().into_iter().enumerate() {
             self.push_part(ordinal as i32, part);
         }
     }
 
-    fn push_part(&mut self, ordinal: i32, part: Part) {
+    fn push_part(&mut self, ordinal: i32, part: PartRef<'_>) {
         self.parts += 1;
         let (sid, mid) = part.owner();
         self.p_session.append_value(sid.as_str());
@@ -118,32 +223,16 @@ impl RowBuffer {
             pond_canonical::Provenance::Conversational => "conversational",
             pond_canonical::Provenance::Injected => "injected",
         });
-        let mut value = match serde_json::to_value(&part) {
-            Ok(Value::Object(map)) => map,
-            _ => Map::new(),
-        };
-        let options = match value.remove("options") {
-            Some(Value::Object(o)) => o,
-            _ => Map::new(),
-        };
-        for key in ["type", "id", "session_id", "message_id", "provenance"] {
-            value.remove(key);
-        }
         // A FilePart's payload goes to the blob column; its kind stays in variant_data.
-        match &part {
-            Part::File(f) => {
-                let (kind, payload) = match &f.data {
-                    FileData::Base64(b) => ("base64", b.as_bytes()),
-                    FileData::Url(u) => ("url", u.as_bytes()),
-                };
-                value.remove("data");
-                value.insert("data_kind".into(), Value::from(kind));
-                self.p_data.append_value(payload);
-            }
+        match part {
+            PartRef::File(f) => self.p_data.append_value(match &f.data {
+                FileData::Base64(b) => b.as_bytes(),
+                FileData::Url(u) => u.as_bytes(),
+            }),
             _ => self.p_data.append_null(),
         }
-        self.p_variant.append_value(json_text(&value));
-        self.p_options.append_value(json_text(&options));
+        self.p_variant.append_value(variant_data(part));
+        self.p_options.append_value(json_text(part.options()));
     }
 
     /// The buffered rows as one batch per table (empty tables give `None`), leaving the buffer empty.

@@ -11,6 +11,7 @@
 //! every read, a handle freshness check keyed to the backend (lance-handle-freshness). All tables
 //! share one Lance session (cache and object-store registry).
 
+mod dedup;
 mod index;
 mod retry;
 mod snapshot;
@@ -23,7 +24,6 @@ use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_schema::{ArrowError, SchemaRef};
 use lance::dataset::builder::DatasetBuilder;
 use lance::dataset::scanner::Scanner;
-use lance::dataset::write::merge_insert::SourceDedupeBehavior;
 use lance::dataset::{Dataset, MergeInsertBuilder, WhenMatched, WhenNotMatched};
 use lance::session::Session;
 use std::collections::HashMap;
@@ -31,6 +31,13 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
+
+/// The shared Lance session's caches. Lance's defaults (6 GiB of index pages, 1 GiB of file
+/// metadata) are larger than pond's whole memory budget (under 1 GiB for a sync of any size,
+/// docs/benchmarks.md): file metadata is cached for every data file a merge's key scan opens, so
+/// with the default the cache grew with the store.
+const INDEX_CACHE_BYTES: usize = 512 << 20;
+const METADATA_CACHE_BYTES: usize = 128 << 20;
 
 /// The dataset-level metadata key holding a table's schema version (lance-dataset-schema-version).
 pub const SCHEMA_VERSION_KEY: &str = "pond.schema_version";
@@ -171,7 +178,11 @@ impl Substrate {
         Self {
             root: uri.trim_end_matches('/').to_owned(),
             backend,
-            session: Arc::new(Session::default()),
+            session: Arc::new(Session::new(
+                INDEX_CACHE_BYTES,
+                METADATA_CACHE_BYTES,
+                Arc::new(lance::io::ObjectStoreRegistry::default()),
+            )),
             handles: Mutex::new(HashMap::new()),
             retry,
         }
@@ -277,6 +288,15 @@ impl Substrate {
         if rows == 0 {
             return Ok(MergeOutcome::default());
         }
+        // adapter-integrity-dedup, the floor: duplicate keys keep their first row. Done here rather
+        // than by Lance's `SourceDedupeBehavior::FirstSeen`, which turns the source into a stream
+        // without statistics, so the join buffers every row of the target instead of the batch:
+        // memory and time per write grew with the table (docs/decisions.md, "Store writes").
+        let batches =
+            dedup::first_seen(&spec.schema, batches).map_err(|e| StoreError::Invalid {
+                table: spec.name,
+                detail: e.to_string(),
+            })?;
         let mut attempts = 0u32;
         loop {
             attempts += 1;
@@ -293,7 +313,6 @@ impl Substrate {
                 .and_then(|mut b| {
                     b.when_matched(WhenMatched::DoNothing)
                         .when_not_matched(WhenNotMatched::InsertAll)
-                        .source_dedupe_behavior(SourceDedupeBehavior::FirstSeen)
                         // The indexed merge path records no inserted-key filter, so concurrent
                         // inserts of one new key could both commit (lance-14-notes, surprise 3).
                         .use_index(false)
