@@ -124,67 +124,15 @@ pub fn convert_sources(
     })?;
     let mut writer = face.writer(layout);
     let mut summary = Summary::default();
-    // Two stages on two threads: the read face (parse and mapping) runs ahead on its own thread
-    // while this one writes, so a conversion takes about as long as the slower stage rather
-    // than the sum of both. Events cross in batches over a bounded channel, so what is in
-    // flight is bounded (PIPELINE_DEPTH batches of PIPELINE_BATCH events), whatever the input.
-    std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Piece>>(PIPELINE_DEPTH);
-        scope.spawn(move || {
-            let mut batch = Vec::with_capacity(PIPELINE_BATCH);
-            for source in sources {
-                batch.push(Piece::Begin);
-                let mut closed = false;
-                reader.read(source, &mut |item| {
-                    if closed {
-                        return;
-                    }
-                    batch.push(Piece::Item(item));
-                    if batch.len() >= PIPELINE_BATCH {
-                        let full =
-                            std::mem::replace(&mut batch, Vec::with_capacity(PIPELINE_BATCH));
-                        closed = tx.send(full).is_err();
-                    }
-                });
-                batch.push(Piece::End);
-                if closed || tx.send(std::mem::take(&mut batch)).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut pieces = rx.into_iter().flatten();
-        let mut started = 0;
-        while let Some(piece) = pieces.next() {
-            if !matches!(piece, Piece::Begin) {
-                continue;
-            }
-            progress(started, sources.len());
-            summary.sources += 1;
-            let mut feed = Feed::new(to, writer.as_mut(), &mut *out, &mut summary);
-            for piece in pieces.by_ref() {
-                match piece {
-                    Piece::Item(item) => feed.item(item),
-                    Piece::Begin | Piece::End => break,
-                }
-            }
-            feed.end(&sources[started].path().display().to_string());
-            started += 1;
-        }
-    });
+    for (i, source) in sources.iter().enumerate() {
+        progress(i, sources.len());
+        summary.sources += 1;
+        let mut feed = Feed::new(to, writer.as_mut(), &mut *out, &mut summary);
+        reader.read(source, &mut |item| feed.item(item));
+        feed.end(&source.path().display().to_string());
+    }
     progress(sources.len(), sources.len());
     Ok(summary)
-}
-
-/// Events per batch handed from the reading thread to the writing one, and batches in flight.
-const PIPELINE_BATCH: usize = 256;
-const PIPELINE_DEPTH: usize = 2;
-
-/// What the reading thread of [`convert_sources`] hands over: a source unit's start, one of
-/// its events or faults, its end.
-enum Piece {
-    Begin,
-    Item(Result<Event, ParseError>),
-    End,
 }
 
 /// Writes canonical events (a stored session and its children, say) with `to`, as one source
