@@ -61,15 +61,6 @@ fn variant_text(fields: &impl Serialize) -> String {
     serde_json::to_string(fields).expect("part fields serialize")
 }
 
-/// `variant_data` of a FilePart: its fields but the payload, which is in the blob column.
-#[derive(Serialize)]
-struct FileVariant<'a> {
-    media_type: &'a Text,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    file_name: Option<&'a Text>,
-    data_kind: &'static str,
-}
-
 /// `variant_data`: a part's variant-specific fields, serialized straight from the part (no
 /// copy of its values), as [`part_rows`] reads them back. Base fields (`id`, back-references,
 /// `provenance`, `type`) and `options` are columns of their own.
@@ -78,6 +69,21 @@ fn variant_data(part: PartRef<'_>) -> String {
     struct TextOnly<'a> {
         text: &'a Text,
     }
+    /// A FilePart's fields but the payload, which is in the blob column.
+    #[derive(Serialize)]
+    struct FileVariant<'a> {
+        media_type: &'a Text,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_name: Option<&'a Text>,
+        data_kind: &'static str,
+    }
+    #[derive(Serialize)]
+    struct ToolCall<'a> {
+        call_id: &'a Text,
+        name: &'a Text,
+        params: &'a Json,
+        provider_executed: bool,
+    }
     #[derive(Serialize)]
     struct ToolResult<'a> {
         call_id: &'a Text,
@@ -85,6 +91,11 @@ fn variant_data(part: PartRef<'_>) -> String {
         name: Option<&'a Text>,
         is_failure: bool,
         result: &'a Json,
+    }
+    #[derive(Serialize)]
+    struct ApprovalRequest<'a> {
+        approval_id: &'a Text,
+        tool_call_id: &'a Text,
     }
     #[derive(Serialize)]
     struct ApprovalResponse<'a> {
@@ -104,38 +115,22 @@ fn variant_data(part: PartRef<'_>) -> String {
                 FileData::Url(_) => "url",
             },
         }),
-        PartRef::ToolCall(p) => {
-            #[derive(Serialize)]
-            struct ToolCall<'a> {
-                call_id: &'a Text,
-                name: &'a Text,
-                params: &'a Json,
-                provider_executed: bool,
-            }
-            variant_text(&ToolCall {
-                call_id: &p.call_id,
-                name: &p.name,
-                params: &p.params,
-                provider_executed: p.provider_executed,
-            })
-        }
+        PartRef::ToolCall(p) => variant_text(&ToolCall {
+            call_id: &p.call_id,
+            name: &p.name,
+            params: &p.params,
+            provider_executed: p.provider_executed,
+        }),
         PartRef::ToolResult(p) => variant_text(&ToolResult {
             call_id: &p.call_id,
             name: p.name.as_ref(),
             is_failure: p.is_failure,
             result: &p.result,
         }),
-        PartRef::ToolApprovalRequest(p) => {
-            #[derive(Serialize)]
-            struct ApprovalRequest<'a> {
-                approval_id: &'a Text,
-                tool_call_id: &'a Text,
-            }
-            variant_text(&ApprovalRequest {
-                approval_id: &p.approval_id,
-                tool_call_id: &p.tool_call_id,
-            })
-        }
+        PartRef::ToolApprovalRequest(p) => variant_text(&ApprovalRequest {
+            approval_id: &p.approval_id,
+            tool_call_id: &p.tool_call_id,
+        }),
         PartRef::ToolApprovalResponse(p) => variant_text(&ApprovalResponse {
             approval_id: &p.approval_id,
             approved: p.approved,
