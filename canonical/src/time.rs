@@ -43,6 +43,12 @@ impl Timestamp {
         Self::parse_str(text.into_inner())
     }
 
+    /// Whether [`parse`](Self::parse) would accept `text`. Builds nothing, so it needs no
+    /// [`Extracted`] value: for a reader deciding how to read a record before reading it.
+    pub fn is_valid(text: &str) -> bool {
+        Self::parse_str(text).is_ok()
+    }
+
     /// An instant a source recorded as milliseconds since the Unix epoch (opencode, pi), written as
     /// RFC 3339 UTC with millisecond precision so nothing is lost or invented.
     pub fn from_unix_millis(millis: Extracted<i64>) -> Result<Self, TimestampError> {

@@ -1,7 +1,9 @@
 //! The conversion driver: a read face's events into a write face's writer, with the system (not
 //! the codec) deciding native or foreign per session (spec 6.3), and a summary of what happened.
 
-use crate::face::{Fidelity, Layout, Losses, Output, SessionWriter, Target, WriteError, Written};
+use crate::face::{
+    Fidelity, Item, Layout, Losses, Output, SessionWriter, Target, WriteError, Written,
+};
 use crate::registry::Codec;
 use pond_canonical::{Event, Message, Origin, ParseError, Provenance};
 use serde::Serialize;
@@ -39,6 +41,12 @@ impl Summary {
     /// Whether every source was read and written without a fault.
     pub fn is_clean(&self) -> bool {
         self.errors.is_empty() && self.write_errors.is_empty()
+    }
+
+    /// Counts one carrier handed over as its source line: a message with no parts.
+    fn count_carried(&mut self) {
+        self.messages += 1;
+        self.carriers += 1;
     }
 
     /// Counts one event.
@@ -124,11 +132,19 @@ pub fn convert_sources(
     })?;
     let mut writer = face.writer(layout);
     let mut summary = Summary::default();
+    // Within one codec every session is written natively, so carriers may travel as their
+    // source lines and be copied (`ReadFace::read_items`); a foreign writer would only have to
+    // build each carrier's message from its text again.
+    let same_codec = from.name == to.name;
     for (i, source) in sources.iter().enumerate() {
         progress(i, sources.len());
         summary.sources += 1;
         let mut feed = Feed::new(to, writer.as_mut(), &mut *out, &mut summary);
-        reader.read(source, &mut |item| feed.item(item));
+        if same_codec {
+            reader.read_items(source, &mut |item| feed.item(item));
+        } else {
+            reader.read(source, &mut |item| feed.item(item.map(Item::Event)));
+        }
         feed.end(&source.path().display().to_string());
     }
     progress(sources.len(), sources.len());
@@ -156,7 +172,7 @@ pub fn write_events(
     };
     let mut feed = Feed::new(to, writer.as_mut(), out, &mut summary);
     for event in events {
-        feed.item(Ok(event));
+        feed.item(Ok(Item::Event(event)));
     }
     feed.end(unit);
     Ok(summary)
@@ -190,12 +206,15 @@ impl<'a> Feed<'a> {
         }
     }
 
-    fn item(&mut self, item: Result<Event, ParseError>) {
-        let event = match item {
+    fn item(&mut self, item: Result<Item<'_>, ParseError>) {
+        let item = match item {
             Err(e) => return self.summary.errors.push(e),
-            Ok(event) => event,
+            Ok(item) => item,
         };
-        self.summary.count(&event);
+        match &item {
+            Item::Event(event) => self.summary.count(event),
+            Item::Carried(_) => self.summary.count_carried(),
+        }
         if self.failed.is_some() {
             return;
         }
@@ -204,7 +223,14 @@ impl<'a> Feed<'a> {
             losses: &mut self.losses,
             written: &mut self.summary.written,
         };
-        let result = match &event {
+        let event = match &item {
+            Item::Event(event) => event,
+            Item::Carried(carried) => {
+                self.failed = self.writer.carried(carried, &mut target).err();
+                return;
+            }
+        };
+        let result = match event {
             Event::Session(s) => {
                 let fidelity = Fidelity::decide(s, self.to.source_agent);
                 match fidelity {

@@ -5,7 +5,7 @@
 //! They are separate traits, implemented by separate types. Whether a write is native or foreign
 //! is decided by [`Fidelity::decide`], never by the codec (spec 6.3).
 
-use pond_canonical::{Event, Message, Origin, ParseError, Session};
+use pond_canonical::{Event, Message, Origin, ParseError, Session, SessionId};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -36,6 +36,15 @@ pub trait ReadFace: Sync {
     /// (adapter-integrity-no-silent-drops).
     fn read(&self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>));
 
+    /// Like [`read`](Self::read), for a conversion whose writer may take a carrier as its source
+    /// line ([`Item::Carried`]) instead of as a message. A codec that can tell a carrier line
+    /// without building its value hands it over so; the default hands over [`read`]'s events.
+    /// The events and faults are those of [`read`], in the same order, with each carried line
+    /// standing for the message [`CarriedLine::message`] gives.
+    fn read_items(&self, source: &Origin, emit: &mut dyn FnMut(Result<Item<'_>, ParseError>)) {
+        self.read(source, &mut |item| emit(item.map(Item::Event)));
+    }
+
     /// Files read as part of `source` besides the source itself (sidecars such as Claude Code's
     /// `agent-*.meta.json`), with their paths relative to the same input root. A native write
     /// reproduces them too.
@@ -50,6 +59,60 @@ pub trait ReadFace: Sync {
     fn mirrors(&self, source: &Origin) -> bool {
         let _ = source;
         true
+    }
+}
+
+/// One step of [`ReadFace::read_items`]: an event, or a carrier still in its source's text.
+pub enum Item<'a> {
+    Event(Event),
+    Carried(CarriedLine<'a>),
+}
+
+impl Item<'_> {
+    /// The event this item stands for: a carried line becomes its carrier message.
+    pub fn into_event(self) -> Event {
+        match self {
+            Item::Event(event) => event,
+            Item::Carried(carried) => Event::Message(carried.message()),
+        }
+    }
+}
+
+/// A placement-rule-3 carrier (spec 6.5) whose record is still the text of its source line: a
+/// JSON object that maps to no message and is carried whole. A native write copies the line; any
+/// other writer asks for the [`message`](Self::message), which is exactly the carrier message
+/// [`ReadFace::read`] gives for the line. Only a conversion sees these: nothing is stored or
+/// compared in this form.
+pub struct CarriedLine<'a> {
+    session: &'a SessionId,
+    line: &'a str,
+    message: &'a dyn Fn() -> Message,
+}
+
+impl<'a> CarriedLine<'a> {
+    /// The line `line` (a JSON object, as the source has it) of session `session`, and how to
+    /// build its message.
+    pub fn new(session: &'a SessionId, line: &'a str, message: &'a dyn Fn() -> Message) -> Self {
+        Self {
+            session,
+            line,
+            message,
+        }
+    }
+
+    /// The session the line belongs to.
+    pub fn session_id(&self) -> &SessionId {
+        self.session
+    }
+
+    /// The source line, without its line break.
+    pub fn line(&self) -> &str {
+        self.line
+    }
+
+    /// The carrier message of the line.
+    pub fn message(&self) -> Message {
+        (self.message)()
     }
 }
 
@@ -118,6 +181,17 @@ pub trait SessionWriter {
 
     /// A message of a session already announced.
     fn message(&mut self, message: &Message, target: &mut Target<'_>) -> Result<(), WriteError>;
+
+    /// A carrier of a session already announced, as its source line. A writer that reproduces
+    /// the line as it is (a native write of the line's own format) copies it; the default writes
+    /// the carrier's message.
+    fn carried(
+        &mut self,
+        carried: &CarriedLine<'_>,
+        target: &mut Target<'_>,
+    ) -> Result<(), WriteError> {
+        self.message(&carried.message(), target)
+    }
 
     /// The end of one source unit's events: write out anything held back for it.
     fn end_source(&mut self, target: &mut Target<'_>) -> Result<(), WriteError>;

@@ -112,6 +112,70 @@ pub fn read_lines<R: Read>(
     }
 }
 
+/// Like [`read_lines`], over bytes already in memory: the same lines, numbers and faults, each
+/// line a slice of `bytes` (nothing is copied).
+pub fn split_lines(
+    origin: &Origin,
+    bytes: &[u8],
+    mut each: impl FnMut(u64, Result<&[u8], ParseError>),
+) -> u64 {
+    let mut line = 0u64;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        line += 1;
+        let (this, next) = match memchr::memchr(b'\n', rest) {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, &rest[rest.len()..]),
+        };
+        rest = next;
+        if this.len() as u64 > MAX_LINE_BYTES {
+            let kind = ParseErrorKind::LineTooLong {
+                bytes: this.len() as u64,
+                limit: MAX_LINE_BYTES,
+            };
+            each(line, Err(origin.error(Locator::Line(line), kind)));
+            continue;
+        }
+        let mut end = this.len();
+        while end > 0 && this[end - 1] == b'\r' {
+            end -= 1;
+        }
+        if this[..end].iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        each(line, Ok(&this[..end]));
+    }
+    line
+}
+
+/// The largest file [`hold`] keeps in memory.
+pub const HOLD_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// The whole file of `origin` when it is at most [`HOLD_LIMIT`] bytes long, for a reader that
+/// passes over it twice (one read instead of two); `None` for a larger file, which is streamed.
+pub fn hold(origin: &Origin) -> Result<Option<Vec<u8>>, ParseError> {
+    let mut file = open(origin)?;
+    let io = |e: std::io::Error| {
+        origin.error(
+            Locator::File,
+            ParseErrorKind::Io {
+                detail: e.to_string(),
+            },
+        )
+    };
+    let len = file.metadata().map_err(io)?.len();
+    if len > HOLD_LIMIT {
+        return Ok(None);
+    }
+    // One byte over the limit is read at most, should the file grow meanwhile.
+    let mut bytes = Vec::with_capacity(len as usize + 1);
+    (&mut file)
+        .take(HOLD_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    Ok((bytes.len() as u64 <= HOLD_LIMIT).then_some(bytes))
+}
+
 /// Nesting at which a line leaves the fast path; serde_json's own limit (128) then decides.
 const MAX_FAST_DEPTH: usize = 100;
 
@@ -170,6 +234,78 @@ impl LineParser {
             .collect();
         result
     }
+
+    /// The top-level members named in `wanted` of a line [`record`](Self::record) reads on its
+    /// fast path, given to `f` without building any value of the line: the line is checked as
+    /// `record` checks it (simd-json's tape, nothing that would leave the fast path), so it is
+    /// known to be the JSON object `record` would give. `None` for any other line (not an object,
+    /// or one `record` would hand to serde_json), which the caller then reads with `record`.
+    pub fn top_level<const N: usize, T>(
+        &mut self,
+        bytes: &[u8],
+        wanted: [&str; N],
+        f: impl FnOnce([Option<Member<'_>>; N]) -> T,
+    ) -> Option<T> {
+        self.with_tape(bytes, |nodes| {
+            let Node::Object { len, .. } = *nodes.first()? else {
+                return None;
+            };
+            let mut found = [None; N];
+            let mut at = 1;
+            for _ in 0..len {
+                let Node::String(key) = *nodes.get(at)? else {
+                    return None;
+                };
+                at += 1;
+                let value = nodes.get(at).copied();
+                tape_check(nodes, &mut at, 1)?;
+                // A repeated member keeps its last value, as serde_json reads it.
+                if let Some(i) = wanted.iter().position(|w| *w == key) {
+                    found[i] = Some(match value {
+                        Some(Node::String(s)) => Member::Str(s),
+                        _ => Member::Other,
+                    });
+                }
+            }
+            Some(f(found))
+        })
+    }
+}
+
+/// A top-level member [`LineParser::top_level`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Member<'t> {
+    /// A string, unescaped.
+    Str(&'t str),
+    /// Any other value.
+    Other,
+}
+
+/// Walks the value at `nodes[*at]` as [`tape_value`] does, building nothing: `None` exactly
+/// where `tape_value` would leave the fast path.
+fn tape_check(nodes: &[Node<'_>], at: &mut usize, depth: usize) -> Option<()> {
+    let node = *nodes.get(*at)?;
+    *at += 1;
+    if matches!(node, Node::Array { .. } | Node::Object { .. }) && depth + 1 >= MAX_FAST_DEPTH {
+        return None;
+    }
+    #[allow(unreachable_patterns)] // 128-bit numbers, should a feature turn them on
+    match node {
+        Node::String(_)
+        | Node::Static(StaticNode::Null | StaticNode::Bool(_))
+        | Node::Static(StaticNode::I64(_) | StaticNode::U64(_)) => Some(()),
+        // `Number::from_f64` refuses exactly the non-finite floats.
+        Node::Static(StaticNode::F64(f)) => f.is_finite().then_some(()),
+        Node::Array { len, .. } => (0..len).try_for_each(|_| tape_check(nodes, at, depth + 1)),
+        Node::Object { len, .. } => (0..len).try_for_each(|_| {
+            let Node::String(_) = *nodes.get(*at)? else {
+                return None;
+            };
+            *at += 1;
+            tape_check(nodes, at, depth + 1)
+        }),
+        _ => None,
+    }
 }
 
 /// The top-level members named in `wanted` of one line (a string or a boolean as it is, any
@@ -182,18 +318,50 @@ pub fn survey_fields<'b>(
     wanted: &[&'static str],
 ) -> Option<SurveyLine<'b>> {
     let mut fields = Vec::with_capacity(wanted.len());
-    if scan_fields(bytes, wanted, &mut fields).is_none() {
-        let scan = LineFields::parse(line, bytes, wanted)?;
-        fields.clear();
-        for &key in wanted {
-            if let Some(s) = scan.str(key) {
-                fields.push((key, Scalar::Str(Cow::Owned((*s.get()).to_owned()))));
-            } else if let Some(b) = scan.bool(key) {
-                fields.push((key, Scalar::Bool(*b.get())));
+    let strict = match scan_fields(bytes, wanted, &mut fields, &|_, _| false) {
+        Some(Strict::Yes) => true,
+        Some(Strict::No) => false,
+        None => {
+            let scan = LineFields::parse(line, bytes, wanted)?;
+            fields.clear();
+            for &key in wanted {
+                if let Some(s) = scan.str(key) {
+                    fields.push((key, Scalar::Str(Cow::Owned((*s.get()).to_owned()))));
+                } else if let Some(b) = scan.bool(key) {
+                    fields.push((key, Scalar::Bool(*b.get())));
+                }
             }
+            false
         }
+    };
+    Some(SurveyLine {
+        line,
+        fields,
+        strict,
+    })
+}
+
+/// The top-level members named in `wanted` of a line the walk alone shows to be a JSON object
+/// serde_json reads ([`SurveyLine::is_strict`]), without building or decoding any of it; `None`
+/// for any other line, or when the walk is unsure (then read the line with [`LineParser`]).
+/// `give_up` is asked about each wanted member as it is found (with its text if a string): when
+/// it answers true, the walk stops there and gives `None`, so a line the caller has no use for
+/// is not walked to its end.
+pub fn scan_strict<'b>(
+    line: u64,
+    bytes: &'b [u8],
+    wanted: &[&'static str],
+    give_up: &dyn Fn(&str, Option<&str>) -> bool,
+) -> Option<SurveyLine<'b>> {
+    let mut fields = Vec::with_capacity(wanted.len());
+    match scan_fields(bytes, wanted, &mut fields, give_up)? {
+        Strict::Yes => Some(SurveyLine {
+            line,
+            fields,
+            strict: true,
+        }),
+        _ => None,
     }
-    Some(SurveyLine { line, fields })
 }
 
 /// What [`survey_fields`] read from one line.
@@ -201,6 +369,8 @@ pub fn survey_fields<'b>(
 pub struct SurveyLine<'b> {
     line: u64,
     fields: Vec<(&'static str, Scalar<'b>)>,
+    /// Whether the walk alone showed the line to be a JSON object that serde_json reads.
+    strict: bool,
 }
 
 /// One member a survey reads.
@@ -212,8 +382,22 @@ enum Scalar<'b> {
 }
 
 impl SurveyLine<'_> {
+    /// Whether the survey's walk alone showed the line to be a JSON object serde_json reads into
+    /// a value, the same value [`LineParser::record`] reads: every token checked by JSON's grammar
+    /// as serde_json checks it, no number whose range serde_json would have to check (one with an
+    /// exponent or of over 300 digits), no `\u` surrogate escape, no nesting near the limit. A
+    /// reader may then carry the line as its text without parsing it again.
+    pub fn is_strict(&self) -> bool {
+        self.strict
+    }
+
     fn scalar(&self, key: &str) -> Option<&Scalar<'_>> {
         self.fields.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// Whether the line has the member `key`, of any type.
+    pub fn has(&self, key: &str) -> bool {
+        self.scalar(key).is_some()
     }
 
     /// The member `key` if it is a string.
@@ -280,13 +464,18 @@ fn scan_fields<'b>(
     bytes: &'b [u8],
     wanted: &[&'static str],
     found: &mut Vec<(&'static str, Scalar<'b>)>,
-) -> Option<()> {
+    give_up: &dyn Fn(&str, Option<&str>) -> bool,
+) -> Option<Strict> {
     let text = std::str::from_utf8(bytes).ok()?;
     // Strings are then skipped by their quotes and backslashes alone (see `Scan::skip_string`).
     if has_control_byte(bytes) {
         return None;
     }
-    let mut scan = Scan { text, at: 0 };
+    let mut scan = Scan {
+        text,
+        at: 0,
+        risky: false,
+    };
     scan.space();
     scan.eat(b'{')?;
     scan.space();
@@ -309,6 +498,13 @@ fn scan_fields<'b>(
                         b'{' | b'[' => scan.value(1).map(|()| Scalar::Other)?,
                         _ => return None,
                     };
+                    let text = match &value {
+                        Scalar::Str(s) => Some(&**s),
+                        _ => None,
+                    };
+                    if give_up(name, text) {
+                        return None;
+                    }
                     match found.iter_mut().find(|(k, _)| *k == name) {
                         Some(slot) => slot.1 = value,
                         None => found.push((name, value)),
@@ -325,13 +521,25 @@ fn scan_fields<'b>(
         }
     }
     scan.space();
-    (scan.at == text.len()).then_some(())
+    (scan.at == text.len()).then_some(())?;
+    Some(if scan.risky { Strict::No } else { Strict::Yes })
+}
+
+/// Whether a walk that succeeded checked everything serde_json checks reading a value (see
+/// [`SurveyLine::is_strict`]).
+enum Strict {
+    Yes,
+    /// A number was skipped whose range serde_json would check, or a surrogate escape.
+    No,
 }
 
 /// A position in one line being walked by [`scan_fields`].
 struct Scan<'b> {
     text: &'b str,
     at: usize,
+    /// A number was skipped that serde_json, reading it into a value, could find out of range,
+    /// or a `\u` escape of a UTF-16 surrogate, which serde_json and simd-json do not treat alike.
+    risky: bool,
 }
 
 impl<'b> Scan<'b> {
@@ -388,6 +596,9 @@ impl<'b> Scan<'b> {
                     b'u' => {
                         let hex = bytes.get(self.at..self.at + 4)?;
                         hex.iter().all(u8::is_ascii_hexdigit).then_some(())?;
+                        // As `has_surrogate_escape` finds them: \uD800 to \uDFFF.
+                        self.risky |= matches!(hex[0], b'd' | b'D')
+                            && matches!(hex[1], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F');
                         self.at += 4;
                     }
                     _ => return None,
@@ -410,18 +621,24 @@ impl<'b> Scan<'b> {
         if self.peek() == Some(b'-') {
             self.at += 1;
         }
+        let mut digits = 1;
         match self.next()? {
             b'0' => {}
             b'1'..=b'9' => {
-                self.digits();
+                digits += self.digits();
             }
             _ => return None,
         }
         if self.peek() == Some(b'.') {
             self.at += 1;
-            (self.digits() > 0).then_some(())?;
+            let fraction = self.digits();
+            (fraction > 0).then_some(())?;
+            digits += fraction;
         }
+        // Only a number with an exponent or hundreds of digits can leave f64's range.
+        self.risky |= digits > 300;
         if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.risky = true;
             self.at += 1;
             if matches!(self.peek(), Some(b'+' | b'-')) {
                 self.at += 1;
@@ -789,6 +1006,116 @@ mod tests {
     }
 
     #[test]
+    fn top_level_vouches_only_for_objects_serde_json_reads_and_reads_their_members() {
+        let origin = Origin::new("test", "/x.jsonl", "x.jsonl");
+        let mut parser = LineParser::default();
+        let mut vouched = 0;
+        for (i, line) in sample_lines().iter().enumerate() {
+            let found = parser.top_level(line, ["a", "type", "uuid"], |members| {
+                members.map(|m| {
+                    m.map(|m| match m {
+                        Member::Str(s) => Some(s.to_owned()),
+                        Member::Other => None,
+                    })
+                })
+            });
+            let Some(found) = found else { continue };
+            vouched += 1;
+            // What top_level vouches for is an object serde_json reads, and the members are its.
+            let record = Record::from_json_line(&origin, 1, line)
+                .unwrap_or_else(|e| panic!("line {i}: vouched for, but {e}"));
+            for (key, member) in ["a", "type", "uuid"].iter().zip(found) {
+                let theirs = record.get(key).map(|v| v.get().as_str().map(str::to_owned));
+                assert_eq!(member, theirs, "line {i}, member {key}");
+            }
+        }
+        assert!(vouched > 1000, "{vouched} lines vouched for");
+        // Never for what the fast path leaves to serde_json, nor for a non-object.
+        for line in [
+            r#"{"lone":"\ud800"}"#,
+            r#"{"a":1e400}"#,
+            "[1,2]",
+            r#"{"a":[1,]}"#,
+        ] {
+            assert!(parser.top_level(line.as_bytes(), ["a"], |_| ()).is_none());
+        }
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(100), "]".repeat(100));
+        assert!(parser.top_level(deep.as_bytes(), ["a"], |_| ()).is_none());
+    }
+
+    #[test]
+    fn split_lines_gives_what_read_lines_gives() {
+        let origin = Origin::new("test", "/x.jsonl", "x.jsonl");
+        for input in [
+            &b"{\"a\":1}\n\n  \nnot json\r\r\n[1]\n{\"b\":2}\r\n{\"c\":"[..],
+            b"",
+            b"\n",
+            b"{}",
+            b"{}\n",
+            b"\r\n{}\r",
+        ] {
+            let collect = |split: bool| {
+                let mut seen = Vec::new();
+                let each = |line, bytes: Result<&[u8], ParseError>| {
+                    seen.push((line, bytes.map(<[u8]>::to_vec).map_err(|e| e.to_string())));
+                };
+                let count = if split {
+                    split_lines(&origin, input, each)
+                } else {
+                    read_lines(&origin, input, each)
+                };
+                (count, seen)
+            };
+            assert_eq!(
+                collect(true),
+                collect(false),
+                "{:?}",
+                String::from_utf8_lossy(input)
+            );
+        }
+    }
+
+    #[test]
+    fn a_strict_survey_line_is_an_object_serde_json_reads() {
+        let origin = Origin::new("test", "/x.jsonl", "x.jsonl");
+        let mut strict = 0;
+        let mut lines = sample_lines();
+        let big = format!("{{\"a\":{}}}", "9".repeat(400));
+        lines.extend([
+            big.into_bytes(),
+            br#"{"a":[1e400]}"#.to_vec(),
+            br#"{"a":{"b":"\ud800"}}"#.to_vec(),
+            br#"{"a":1.5,"b":[-0,0.25,12345678901234567890123]}"#.to_vec(),
+        ]);
+        for (i, line) in lines.iter().enumerate() {
+            let Some(survey) = survey_fields(1, line, &["a"]) else {
+                continue;
+            };
+            if survey.is_strict() {
+                strict += 1;
+                Record::from_json_line(&origin, 1, line).unwrap_or_else(|e| {
+                    panic!(
+                        "line {i} {:?}: strict, but {e}",
+                        String::from_utf8_lossy(line)
+                    )
+                });
+            }
+        }
+        assert!(strict > 1000, "{strict} strict lines");
+        for line in [
+            format!("{{\"a\":{}}}", "9".repeat(400)),
+            r#"{"a":[1e400]}"#.to_owned(),
+            r#"{"a":[1E2]}"#.to_owned(),
+            r#"{"a":{"b":"\ud800"}}"#.to_owned(),
+        ] {
+            let survey = survey_fields(1, line.as_bytes(), &["z"]).expect("an object");
+            assert!(!survey.is_strict(), "{line}");
+        }
+        let plain = br#"{"a":1.5,"b":[-0,0.25,12345678901234567890123],"c":"x\"\\y"}"#;
+        assert!(survey_fields(1, plain, &["z"]).unwrap().is_strict());
+    }
+
+    #[test]
     fn survey_fields_are_what_line_fields_reads() {
         const WANTED: [&str; 4] = ["a", "uuid", "isSidechain", "cwd"];
         let origin = Origin::new("test", "/x.jsonl", "x.jsonl");
@@ -798,7 +1125,8 @@ mod tests {
         lines.push(br#"{"n":1e400,"a":"big numbers are skipped, not read"}"#.to_vec());
         let (mut walked, mut objects) = (0, 0);
         for (i, line) in lines.iter().enumerate() {
-            walked += usize::from(scan_fields(line, &WANTED, &mut Vec::new()).is_some());
+            walked +=
+                usize::from(scan_fields(line, &WANTED, &mut Vec::new(), &|_, _| false).is_some());
             let ours = survey_fields(3, line, &WANTED);
             let theirs = LineFields::parse(3, line, &WANTED);
             objects += usize::from(theirs.is_some());

@@ -21,7 +21,7 @@ pub mod pi;
 pub mod registry;
 
 pub use face::{
-    Fidelity, Layout, Loss, Losses, Output, ReadFace, SessionWriter, Sniff, Target, WriteError,
-    WriteFace, Written,
+    CarriedLine, Fidelity, Item, Layout, Loss, Losses, Output, ReadFace, SessionWriter, Sniff,
+    Target, WriteError, WriteFace, Written,
 };
 pub use registry::{CODECS, Codec, Install, find};

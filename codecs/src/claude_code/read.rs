@@ -23,7 +23,7 @@
 
 use super::CODEC_NAME;
 use super::records::{self, LineContext};
-use crate::face::{ReadFace, Sniff};
+use crate::face::{CarriedLine, Item, ReadFace, Sniff};
 use crate::jsonl;
 use pond_canonical::bounded::bounded_object;
 use pond_canonical::{
@@ -99,7 +99,11 @@ impl ReadFace for ClaudeCodeReader {
     }
 
     fn read(&self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
-        read_source(source, emit);
+        read_source(source, false, &mut |item| emit(item.map(Item::into_event)));
+    }
+
+    fn read_items(&self, source: &Origin, emit: &mut dyn FnMut(Result<Item<'_>, ParseError>)) {
+        read_source(source, true, emit);
     }
 
     fn companions(&self, source: &Origin) -> Vec<Origin> {
@@ -204,11 +208,22 @@ impl Group {
 struct Survey {
     groups: Vec<Group>,
     /// By line number less one; `None` for a line the survey could not read.
-    lines: Vec<Option<(usize, Option<u64>)>>,
+    lines: Vec<Option<SurveyedLine>>,
+}
+
+/// What the survey learned about one line.
+#[derive(Clone, Copy)]
+struct SurveyedLine {
+    group: usize,
+    /// The earlier line with the same `uuid` (adapter-integrity-dedup).
+    duplicate_of: Option<u64>,
+    /// Whether the line is carried whole as it is (see [`carried_as_is`]).
+    carried: bool,
 }
 
 /// The envelope fields the survey reads.
-const SURVEY_FIELDS: [&str; 7] = [
+const SURVEY_FIELDS: [&str; 8] = [
+    "type",
     "isSidechain",
     "agentId",
     "parentUuid",
@@ -218,14 +233,26 @@ const SURVEY_FIELDS: [&str; 7] = [
     "sessionId",
 ];
 
-fn survey(source: &Origin) -> Result<Survey, ParseError> {
+/// Every line of `source`, from `held` (the whole file) when given, else from the file itself.
+fn each_line(
+    source: &Origin,
+    held: Option<&[u8]>,
+    each: impl FnMut(u64, Result<&[u8], ParseError>),
+) -> Result<(), ParseError> {
+    match held {
+        Some(bytes) => jsonl::split_lines(source, bytes, each),
+        None => jsonl::read_lines(source, jsonl::open(source)?, each),
+    };
+    Ok(())
+}
+
+fn survey(source: &Origin, held: Option<&[u8]>) -> Result<Survey, ParseError> {
     let agent_file = is_agent_file(source);
     let mut groups = vec![Group::new(GroupKind::File, 1)];
     let mut lines = Vec::new();
     let mut uuid_group: HashMap<String, (usize, u64)> = HashMap::new();
     let mut agent_group: HashMap<String, usize> = HashMap::new();
-    let file = jsonl::open(source)?;
-    jsonl::read_lines(source, file, |line, bytes| {
+    each_line(source, held, |line, bytes| {
         // Only the envelope fields the survey needs are decoded; the rest is skipped unbuilt.
         // A line the second pass will reject (not JSON, not an object) is skipped here too.
         let Ok(bytes) = bytes else { return };
@@ -273,7 +300,11 @@ fn survey(source: &Origin) -> Result<Survey, ParseError> {
         if lines.len() <= at {
             lines.resize(at + 1, None);
         }
-        lines[at] = Some((group, duplicate_of));
+        lines[at] = Some(SurveyedLine {
+            group,
+            duplicate_of,
+            carried: carried_as_is(&scan, bytes),
+        });
         let g = &mut groups[group];
         if duplicate_of.is_some() {
             g.duplicates += 1;
@@ -289,7 +320,7 @@ fn survey(source: &Origin) -> Result<Survey, ParseError> {
         if g.session_ref.is_none() {
             g.session_ref = scan.extract(source, "sessionId");
         }
-    });
+    })?;
     Ok(Survey { groups, lines })
 }
 
@@ -300,40 +331,83 @@ enum Slot {
     Refused,
 }
 
-fn read_source(source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
-    let survey = match survey(source) {
-        Ok(s) => s,
+fn read_source(
+    source: &Origin,
+    raw_carriers: bool,
+    emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
+) {
+    // Both passes read a file of up to jsonl::HOLD_LIMIT bytes from one read into memory.
+    let held = match jsonl::hold(source) {
+        Ok(h) => h,
         Err(e) => return emit(Err(e)),
     };
-    let file = match jsonl::open(source) {
-        Ok(f) => f,
+    let survey = match survey(source, held.as_deref()) {
+        Ok(s) => s,
         Err(e) => return emit(Err(e)),
     };
     let mut slots: Vec<Slot> = survey.groups.iter().map(|_| Slot::Pending).collect();
     let mut tool_names = HashMap::new();
-    jsonl::read_records(source, file, |record| {
-        let record = match record {
-            Ok(r) => r,
-            // adapter-integrity-no-silent-drops: every bad line is a located, typed error.
+    let mut parser = jsonl::LineParser::default();
+    let read = each_line(source, held.as_deref(), |line, bytes| {
+        // adapter-integrity-no-silent-drops: every bad line is a located, typed error.
+        let bytes = match bytes {
+            Ok(b) => b,
             Err(e) => return emit(Err(e)),
-        };
-        let Locator::Line(line) = *record.locator() else {
-            return;
         };
         let surveyed = usize::try_from(line - 1)
             .ok()
             .and_then(|at| survey.lines.get(at).copied().flatten());
-        let Some((group, duplicate_of)) = surveyed else {
+        // A held file's lines are the bytes the survey saw, so its verdict stands; a streamed
+        // file is read again, and the line is checked again.
+        let carrier = raw_carriers
+            && match (&held, surveyed) {
+                (Some(_), Some(s)) => s.carried,
+                (Some(_), None) => false,
+                (None, _) => carried_whole(&mut parser, bytes),
+            };
+        let record = if carrier {
+            None
+        } else {
+            match parser.record(source, line, bytes) {
+                Ok(r) => Some(r),
+                Err(e) => return emit(Err(e)),
+            }
+        };
+        let Some(SurveyedLine {
+            group,
+            duplicate_of,
+            ..
+        }) = surveyed
+        else {
             // The file changed between the two passes.
-            return emit(Err(record.error(ParseErrorKind::Unrecognized {
+            let kind = ParseErrorKind::Unrecognized {
                 detail: "the file changed while it was being read".into(),
-            })));
+            };
+            return emit(Err(source.error(Locator::Line(line), kind)));
         };
         if let Slot::Pending = slots[group] {
-            slots[group] = open_session(source, &survey.groups, group, emit);
+            let mut emit_event = |item: Result<Event, ParseError>| emit(item.map(Item::Event));
+            slots[group] = open_session(source, &survey.groups, group, &mut emit_event);
         }
         let Slot::Open { id, anchor } = &slots[group] else {
             return;
+        };
+        let Some(record) = record else {
+            // Checked (by the survey or `carried_whole`) to be a JSON object placed whole: the message is what
+            // the record path below gives, built only if a writer asks for it.
+            let message = || {
+                let record = pond_canonical::Record::from_json_line(source, line, bytes)
+                    .expect("the line was checked to be a JSON object");
+                let mut ctx = LineContext {
+                    session: id,
+                    anchor,
+                    duplicate_of,
+                    tool_names: &mut HashMap::new(),
+                };
+                records::place(record, &mut ctx).0
+            };
+            let text = std::str::from_utf8(bytes).expect("the line was checked to be UTF-8");
+            return emit(Ok(Item::Carried(CarriedLine::new(id, text, &message))));
         };
         let mut ctx = LineContext {
             session: id,
@@ -345,8 +419,50 @@ fn read_source(source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>))
         for e in errors {
             emit(Err(e));
         }
-        emit(Ok(Event::Message(message)));
+        emit(Ok(Item::Event(Event::Message(message))));
     });
+    if let Err(e) = read {
+        emit(Err(e));
+    }
+}
+
+/// Whether the survey showed a line to be a record [`records::place`] carries whole (placement
+/// rule 3) with no fault to report, as [`carried_whole`] decides from the tape.
+fn carried_as_is(scan: &jsonl::SurveyLine<'_>, bytes: &[u8]) -> bool {
+    let turn = matches!(scan.str("type"), Some("user" | "assistant" | "system"));
+    let usable_time = match scan.str("timestamp") {
+        Some(t) => Timestamp::is_valid(t),
+        None => !scan.has("timestamp"),
+    };
+    scan.is_strict() && within_bound(bytes) && !turn && usable_time
+}
+
+/// Whether no value of a line can meet the per-value bound. Re-encoded, a value takes at most a
+/// few bytes more than its source text (a number such as `1E2` becomes `100.0`); half the bound
+/// leaves room for that.
+fn within_bound(bytes: &[u8]) -> bool {
+    bytes.len() <= pond_canonical::bounded::MAX_VALUE_BYTES / 2
+}
+
+/// Whether a line is a record [`records::place`] carries whole (placement rule 3) with no fault
+/// to report, known without building its value: a JSON object of a `type` that is no turn, whose
+/// `timestamp` (if any) is usable, small enough that no value in it meets the per-value bound.
+fn carried_whole(parser: &mut jsonl::LineParser, bytes: &[u8]) -> bool {
+    use jsonl::Member;
+    if !within_bound(bytes) {
+        return false;
+    }
+    parser
+        .top_level(bytes, ["type", "timestamp"], |[kind, timestamp]| {
+            let turn = matches!(kind, Some(Member::Str("user" | "assistant" | "system")));
+            let usable_time = match timestamp {
+                None => true,
+                Some(Member::Str(t)) => Timestamp::is_valid(t),
+                Some(Member::Other) => false,
+            };
+            !turn && usable_time
+        })
+        .unwrap_or(false)
 }
 
 /// Emits the `Session` of `group`, or the error that refuses it.

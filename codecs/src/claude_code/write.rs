@@ -14,7 +14,9 @@
 
 use super::foreign::ForeignWriter;
 use super::naming::{encode_cwd, resume_command};
-use crate::face::{Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written};
+use crate::face::{
+    CarriedLine, Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written,
+};
 use crate::jsonl;
 use pond_canonical::{FileData, Message, Options, PartRef, Session};
 use serde_json::{Map, Value};
@@ -128,6 +130,24 @@ impl SessionWriter for ClaudeCodeWriter {
         write_record(line, message).map_err(refuse)?;
         line.push(b'\n');
         target.out.append(path, line)
+    }
+
+    fn carried(
+        &mut self,
+        carried: &CarriedLine<'_>,
+        target: &mut Target<'_>,
+    ) -> Result<(), WriteError> {
+        let session = carried.session_id().as_str();
+        match self.paths.get(session) {
+            // adapter-native-restore-lossless: the carried record is its line, as the source has it.
+            Some(path) if !self.foreign.holds(session) => {
+                self.line.clear();
+                self.line.extend_from_slice(carried.line().as_bytes());
+                self.line.push(b'\n');
+                target.out.append(path, &self.line)
+            }
+            _ => self.message(&carried.message(), target),
+        }
     }
 
     fn end_source(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {

@@ -3,12 +3,12 @@
 
 use super::items::{map_item, mappable, put};
 use super::{NAME, keys};
-use crate::face::{ReadFace, Sniff};
+use crate::face::{CarriedLine, Item, ReadFace, Sniff};
 use crate::jsonl;
 use pond_canonical::bounded::bounded_object;
 use pond_canonical::{
-    Event, Locator, MessageId, Origin, ParseError, ParseErrorKind, Project, Record, Session,
-    SessionId, SystemMessage, Timestamp,
+    Event, Locator, Message, MessageId, Origin, ParseError, ParseErrorKind, Project, Record,
+    Session, SessionId, SystemMessage, Timestamp,
 };
 use serde_json::Value;
 use std::collections::HashSet;
@@ -138,27 +138,61 @@ impl ReadFace for CodexReader {
     }
 
     fn read(&self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
-        let input = match open(source) {
-            Ok(input) => input,
+        read_rollout(source, false, &mut |item| emit(item.map(Item::into_event)));
+    }
+
+    fn read_items(&self, source: &Origin, emit: &mut dyn FnMut(Result<Item<'_>, ParseError>)) {
+        read_rollout(source, true, emit);
+    }
+}
+
+/// Reads one rollout; with `raw_carriers`, the lines of an open session that are carried whole
+/// are handed over as their text ([`ReadFace::read_items`]).
+fn read_rollout(
+    source: &Origin,
+    raw_carriers: bool,
+    emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
+) {
+    let input = match open(source) {
+        Ok(input) => input,
+        Err(e) => return emit(Err(e)),
+    };
+    let mut rollout = Rollout {
+        origin: source,
+        state: State::Searching,
+        pending: Vec::new(),
+        ids: HashSet::new(),
+        records: 0,
+    };
+    let mut parser = jsonl::LineParser::default();
+    jsonl::read_lines(source, input, |line, bytes| {
+        // adapter-integrity-no-silent-drops: every faulty line is a located, typed error, and
+        // reading goes on.
+        let bytes = match bytes {
+            Ok(b) => b,
             Err(e) => return emit(Err(e)),
         };
-        let mut rollout = Rollout {
-            origin: source,
-            state: State::Searching,
-            pending: Vec::new(),
-            ids: HashSet::new(),
-            records: 0,
-        };
-        jsonl::read_records(source, input, |record| {
-            // adapter-integrity-no-silent-drops: every faulty line is a located, typed error, and
-            // reading goes on.
-            match record {
-                Ok(record) => rollout.record(record, emit),
-                Err(e) => emit(Err(e)),
-            }
-        });
-        rollout.finish(emit);
-    }
+        if raw_carriers
+            && let State::Open { session, anchor } = &rollout.state
+            && carried_whole(line, bytes)
+        {
+            rollout.records += 1;
+            let message = || {
+                let record = Record::from_json_line(source, line, bytes)
+                    .expect("the line was checked to be a JSON object");
+                let id = MessageId::from(record.position());
+                place_record(session, anchor, id, record, &mut |_| {})
+                    .expect("a carrier is always placed")
+            };
+            let text = std::str::from_utf8(bytes).expect("the line was checked to be UTF-8");
+            return emit(Ok(Item::Carried(CarriedLine::new(session, text, &message))));
+        }
+        match parser.record(source, line, bytes) {
+            Ok(record) => rollout.record(record, &mut |e| emit(e.map(Item::Event))),
+            Err(e) => emit(Err(e)),
+        }
+    });
+    rollout.finish(&mut |e| emit(e.map(Item::Event)));
 }
 
 /// Opens a rollout, decompressing a `.jsonl.zst` archive on the fly.
@@ -275,77 +309,113 @@ impl<'o> Rollout<'o> {
     }
 
     /// Places one record of an open session: a typed message or a carrier.
-    fn place(&mut self, mut record: Record<'o>, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
+    fn place(&mut self, record: Record<'o>, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
         let State::Open { session, anchor } = &self.state else {
             return;
         };
         let (session, anchor) = (session.clone(), anchor.clone());
         let id = self.message_id(&record);
-        let envelope = record.get("payload").is_some() && record.str("type").is_some();
-        let own = if envelope {
-            match record.str("timestamp") {
-                Some(text) => match Timestamp::parse(text) {
-                    Ok(ts) => Some(ts),
-                    Err(e) => {
-                        emit(Err(record.error(ParseErrorKind::InvalidField {
-                            field: "timestamp".into(),
-                            reason: e.to_string(),
-                        })));
-                        None
-                    }
-                },
-                None => None,
-            }
-        } else {
-            None
-        };
-        let fallback = own.is_none();
-        // model-no-synthesis: a line without its own timestamp is dated with the session anchor.
-        let timestamp = own.unwrap_or(anchor);
-        let typed = if envelope {
-            record
-                .str("type")
-                .is_some_and(|t| *t.get() == "response_item")
-                && record
-                    .get("payload")
-                    .and_then(|p| p.get().as_object())
-                    .is_some_and(mappable)
-        } else {
-            record.get("record_type").is_none() && mappable(record.whole().get())
-        };
-        let mut message = if !typed {
-            // Placement rule 3: a line that is no message (event_msg, turn_context, compacted,
-            // world_state, token_usage_record, a G0 state line, an unknown kind) is carried whole.
-            SystemMessage::carrier(&session, id, timestamp, record.into_rest()).into()
-        } else if envelope {
-            let Some(Ok(payload)) = record.take("payload").map(|p| p.into_object()) else {
-                return;
-            };
-            if !fallback {
-                record.take("timestamp");
-            }
-            let rest = record.into_rest();
-            let mut message = map_item(&session, id, timestamp, payload);
-            put(
-                message.options_mut(),
-                "source",
-                keys::ENVELOPE,
-                Value::Object(bounded_object(rest)),
-            );
-            message
-        } else {
-            map_item(&session, id, timestamp, record.into_rest())
-        };
-        if fallback {
-            put(
-                message.options_mut(),
-                "pond",
-                keys::TIMESTAMP_FALLBACK,
-                Value::Bool(true),
-            );
+        if let Some(message) = place_record(&session, &anchor, id, record, &mut |e| emit(Err(e))) {
+            emit(Ok(Event::Message(message)));
         }
-        emit(Ok(Event::Message(message)));
     }
+}
+
+/// Whether a line of an open session is one [`place_record`] carries whole (placement rule 3)
+/// with no fault to report and with its line as its id, known without building its value: a JSON
+/// object serde_json reads ([`jsonl::scan_strict`]), an envelope whose `type` is not
+/// `response_item`, with no `ordinal`, whose `timestamp` (if a string) is usable, and small
+/// enough that no value in it meets the per-value bound.
+fn carried_whole(line: u64, bytes: &[u8]) -> bool {
+    // Re-encoded, a value takes at most a few bytes more than its source text (a number such as
+    // `1E2` becomes `100.0`); half the bound leaves room for that.
+    if bytes.len() > pond_canonical::bounded::MAX_VALUE_BYTES / 2 {
+        return false;
+    }
+    // A `response_item` is read as a message: its line is not walked further.
+    let give_up = |key: &str, text: Option<&str>| key == "type" && text == Some("response_item");
+    let wanted = ["type", "payload", "ordinal", "timestamp"];
+    let Some(scan) = jsonl::scan_strict(line, bytes, &wanted, &give_up) else {
+        return false;
+    };
+    let carried_kind = scan.str("type").is_some_and(|k| k != "response_item");
+    let usable_time = scan.str("timestamp").is_none_or(Timestamp::is_valid);
+    carried_kind && scan.has("payload") && !scan.has("ordinal") && usable_time
+}
+
+/// The message `record` of `session` becomes, with id `id`: a typed message or a carrier. A
+/// fault found on the way (an unusable timestamp) goes to `fault`; the message is still made.
+fn place_record(
+    session: &SessionId,
+    anchor: &Timestamp,
+    id: MessageId,
+    mut record: Record<'_>,
+    fault: &mut dyn FnMut(ParseError),
+) -> Option<Message> {
+    let envelope = record.get("payload").is_some() && record.str("type").is_some();
+    let own = if envelope {
+        match record.str("timestamp") {
+            Some(text) => match Timestamp::parse(text) {
+                Ok(ts) => Some(ts),
+                Err(e) => {
+                    fault(record.error(ParseErrorKind::InvalidField {
+                        field: "timestamp".into(),
+                        reason: e.to_string(),
+                    }));
+                    None
+                }
+            },
+            None => None,
+        }
+    } else {
+        None
+    };
+    let fallback = own.is_none();
+    // model-no-synthesis: a line without its own timestamp is dated with the session anchor.
+    let timestamp = own.unwrap_or_else(|| anchor.clone());
+    let typed = if envelope {
+        record
+            .str("type")
+            .is_some_and(|t| *t.get() == "response_item")
+            && record
+                .get("payload")
+                .and_then(|p| p.get().as_object())
+                .is_some_and(mappable)
+    } else {
+        record.get("record_type").is_none() && mappable(record.whole().get())
+    };
+    let mut message = if !typed {
+        // Placement rule 3: a line that is no message (event_msg, turn_context, compacted,
+        // world_state, token_usage_record, a G0 state line, an unknown kind) is carried whole.
+        SystemMessage::carrier(session, id, timestamp, record.into_rest()).into()
+    } else if envelope {
+        let Some(Ok(payload)) = record.take("payload").map(|p| p.into_object()) else {
+            return None;
+        };
+        if !fallback {
+            record.take("timestamp");
+        }
+        let rest = record.into_rest();
+        let mut message = map_item(session, id, timestamp, payload);
+        put(
+            message.options_mut(),
+            "source",
+            keys::ENVELOPE,
+            Value::Object(bounded_object(rest)),
+        );
+        message
+    } else {
+        map_item(session, id, timestamp, record.into_rest())
+    };
+    if fallback {
+        put(
+            message.options_mut(),
+            "pond",
+            keys::TIMESTAMP_FALLBACK,
+            Value::Bool(true),
+        );
+    }
+    Some(message)
 }
 
 /// The session a header line describes.

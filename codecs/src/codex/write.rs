@@ -14,7 +14,9 @@
 use super::foreign::{self, ForeignRollout};
 use super::keys;
 use super::read::COMPRESSED_SUFFIX;
-use crate::face::{Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written};
+use crate::face::{
+    CarriedLine, Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written,
+};
 use crate::jsonl;
 use pond_canonical::{FileData, Message, Options, PartRef, Session, SessionId};
 use serde_json::{Map, Value};
@@ -511,6 +513,25 @@ impl SessionWriter for RolloutWriter {
         write_message_line(line, message)?;
         line.push(b'\n');
         file.line(target.out, line)
+    }
+
+    fn carried(
+        &mut self,
+        carried: &CarriedLine<'_>,
+        target: &mut Target<'_>,
+    ) -> Result<(), WriteError> {
+        let session = carried.session_id();
+        let native = self.files.iter_mut().rev().find(|f| &f.session == session);
+        match native {
+            // adapter-native-restore-lossless: the carried record is its line, as the source has it.
+            Some(file) if !self.foreign.iter().any(|f| f.source == session.as_str()) => {
+                self.line.clear();
+                self.line.extend_from_slice(carried.line().as_bytes());
+                self.line.push(b'\n');
+                file.line(target.out, &self.line)
+            }
+            _ => self.message(&carried.message(), target),
+        }
     }
 
     fn end_source(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
