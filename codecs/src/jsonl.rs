@@ -234,78 +234,13 @@ impl LineParser {
             .collect();
         result
     }
-
-    /// The top-level members named in `wanted` of a line [`record`](Self::record) reads on its
-    /// fast path, given to `f` without building any value of the line: the line is checked as
-    /// `record` checks it (simd-json's tape, nothing that would leave the fast path), so it is
-    /// known to be the JSON object `record` would give. `None` for any other line (not an object,
-    /// or one `record` would hand to serde_json), which the caller then reads with `record`.
-    pub fn top_level<const N: usize, T>(
-        &mut self,
-        bytes: &[u8],
-        wanted: [&str; N],
-        f: impl FnOnce([Option<Member<'_>>; N]) -> T,
-    ) -> Option<T> {
-        self.with_tape(bytes, |nodes| {
-            let Node::Object { len, .. } = *nodes.first()? else {
-                return None;
-            };
-            let mut found = [None; N];
-            let mut at = 1;
-            for _ in 0..len {
-                let Node::String(key) = *nodes.get(at)? else {
-                    return None;
-                };
-                at += 1;
-                let value = nodes.get(at).copied();
-                tape_check(nodes, &mut at, 1)?;
-                // A repeated member keeps its last value, as serde_json reads it.
-                if let Some(i) = wanted.iter().position(|w| *w == key) {
-                    found[i] = Some(match value {
-                        Some(Node::String(s)) => Member::Str(s),
-                        _ => Member::Other,
-                    });
-                }
-            }
-            Some(f(found))
-        })
-    }
 }
 
-/// A top-level member [`LineParser::top_level`] found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Member<'t> {
-    /// A string, unescaped.
-    Str(&'t str),
-    /// Any other value.
-    Other,
-}
-
-/// Walks the value at `nodes[*at]` as [`tape_value`] does, building nothing: `None` exactly
-/// where `tape_value` would leave the fast path.
-fn tape_check(nodes: &[Node<'_>], at: &mut usize, depth: usize) -> Option<()> {
-    let node = *nodes.get(*at)?;
-    *at += 1;
-    if matches!(node, Node::Array { .. } | Node::Object { .. }) && depth + 1 >= MAX_FAST_DEPTH {
-        return None;
-    }
-    #[allow(unreachable_patterns)] // 128-bit numbers, should a feature turn them on
-    match node {
-        Node::String(_)
-        | Node::Static(StaticNode::Null | StaticNode::Bool(_))
-        | Node::Static(StaticNode::I64(_) | StaticNode::U64(_)) => Some(()),
-        // `Number::from_f64` refuses exactly the non-finite floats.
-        Node::Static(StaticNode::F64(f)) => f.is_finite().then_some(()),
-        Node::Array { len, .. } => (0..len).try_for_each(|_| tape_check(nodes, at, depth + 1)),
-        Node::Object { len, .. } => (0..len).try_for_each(|_| {
-            let Node::String(_) = *nodes.get(*at)? else {
-                return None;
-            };
-            *at += 1;
-            tape_check(nodes, at, depth + 1)
-        }),
-        _ => None,
-    }
+/// Whether no value of a line can meet the per-value bound (adapter-bounded-values), so that the
+/// line may be carried as its text: re-encoded, a value takes at most a few bytes more than its
+/// source text (a number such as `1E2` becomes `100.0`), and half the bound leaves room for that.
+pub fn within_value_bound(bytes: &[u8]) -> bool {
+    bytes.len() <= pond_canonical::bounded::MAX_VALUE_BYTES / 2
 }
 
 /// The top-level members named in `wanted` of one line (a string or a boolean as it is, any
@@ -1003,44 +938,6 @@ mod tests {
                 ),
             }
         }
-    }
-
-    #[test]
-    fn top_level_vouches_only_for_objects_serde_json_reads_and_reads_their_members() {
-        let origin = Origin::new("test", "/x.jsonl", "x.jsonl");
-        let mut parser = LineParser::default();
-        let mut vouched = 0;
-        for (i, line) in sample_lines().iter().enumerate() {
-            let found = parser.top_level(line, ["a", "type", "uuid"], |members| {
-                members.map(|m| {
-                    m.map(|m| match m {
-                        Member::Str(s) => Some(s.to_owned()),
-                        Member::Other => None,
-                    })
-                })
-            });
-            let Some(found) = found else { continue };
-            vouched += 1;
-            // What top_level vouches for is an object serde_json reads, and the members are its.
-            let record = Record::from_json_line(&origin, 1, line)
-                .unwrap_or_else(|e| panic!("line {i}: vouched for, but {e}"));
-            for (key, member) in ["a", "type", "uuid"].iter().zip(found) {
-                let theirs = record.get(key).map(|v| v.get().as_str().map(str::to_owned));
-                assert_eq!(member, theirs, "line {i}, member {key}");
-            }
-        }
-        assert!(vouched > 1000, "{vouched} lines vouched for");
-        // Never for what the fast path leaves to serde_json, nor for a non-object.
-        for line in [
-            r#"{"lone":"\ud800"}"#,
-            r#"{"a":1e400}"#,
-            "[1,2]",
-            r#"{"a":[1,]}"#,
-        ] {
-            assert!(parser.top_level(line.as_bytes(), ["a"], |_| ()).is_none());
-        }
-        let deep = format!("{{\"a\":{}{}}}", "[".repeat(100), "]".repeat(100));
-        assert!(parser.top_level(deep.as_bytes(), ["a"], |_| ()).is_none());
     }
 
     #[test]

@@ -363,7 +363,8 @@ fn read_source(
             && match (&held, surveyed) {
                 (Some(_), Some(s)) => s.carried,
                 (Some(_), None) => false,
-                (None, _) => carried_whole(&mut parser, bytes),
+                (None, _) => jsonl::scan_strict(line, bytes, &["type", "timestamp"], &|_, _| false)
+                    .is_some_and(|scan| carried_as_is(&scan, bytes)),
             };
         let record = if carrier {
             None
@@ -393,8 +394,8 @@ fn read_source(
             return;
         };
         let Some(record) = record else {
-            // Checked (by the survey or `carried_whole`) to be a JSON object placed whole: the message is what
-            // the record path below gives, built only if a writer asks for it.
+            // Checked by `carried_as_is` to be a JSON object placed whole: the message is what the
+            // record path below gives, built only if a writer asks for it.
             let message = || {
                 let record = pond_canonical::Record::from_json_line(source, line, bytes)
                     .expect("the line was checked to be a JSON object");
@@ -426,43 +427,17 @@ fn read_source(
     }
 }
 
-/// Whether the survey showed a line to be a record [`records::place`] carries whole (placement
-/// rule 3) with no fault to report, as [`carried_whole`] decides from the tape.
+/// Whether a line whose top-level `type` and `timestamp` the non-building walk read is a record
+/// [`records::place`] carries whole (placement rule 3) with no fault to report: a JSON object the
+/// walk alone proves, of a `type` that is no turn, whose `timestamp` (if any) is usable, within
+/// the per-value bound.
 fn carried_as_is(scan: &jsonl::SurveyLine<'_>, bytes: &[u8]) -> bool {
     let turn = matches!(scan.str("type"), Some("user" | "assistant" | "system"));
     let usable_time = match scan.str("timestamp") {
         Some(t) => Timestamp::is_valid(t),
         None => !scan.has("timestamp"),
     };
-    scan.is_strict() && within_bound(bytes) && !turn && usable_time
-}
-
-/// Whether no value of a line can meet the per-value bound. Re-encoded, a value takes at most a
-/// few bytes more than its source text (a number such as `1E2` becomes `100.0`); half the bound
-/// leaves room for that.
-fn within_bound(bytes: &[u8]) -> bool {
-    bytes.len() <= pond_canonical::bounded::MAX_VALUE_BYTES / 2
-}
-
-/// Whether a line is a record [`records::place`] carries whole (placement rule 3) with no fault
-/// to report, known without building its value: a JSON object of a `type` that is no turn, whose
-/// `timestamp` (if any) is usable, small enough that no value in it meets the per-value bound.
-fn carried_whole(parser: &mut jsonl::LineParser, bytes: &[u8]) -> bool {
-    use jsonl::Member;
-    if !within_bound(bytes) {
-        return false;
-    }
-    parser
-        .top_level(bytes, ["type", "timestamp"], |[kind, timestamp]| {
-            let turn = matches!(kind, Some(Member::Str("user" | "assistant" | "system")));
-            let usable_time = match timestamp {
-                None => true,
-                Some(Member::Str(t)) => Timestamp::is_valid(t),
-                Some(Member::Other) => false,
-            };
-            !turn && usable_time
-        })
-        .unwrap_or(false)
+    scan.is_strict() && jsonl::within_value_bound(bytes) && !turn && usable_time
 }
 
 /// Emits the `Session` of `group`, or the error that refuses it.

@@ -327,9 +327,7 @@ impl<'o> Rollout<'o> {
 /// `response_item`, with no `ordinal`, whose `timestamp` (if a string) is usable, and small
 /// enough that no value in it meets the per-value bound.
 fn carried_whole(line: u64, bytes: &[u8]) -> bool {
-    // Re-encoded, a value takes at most a few bytes more than its source text (a number such as
-    // `1E2` becomes `100.0`); half the bound leaves room for that.
-    if bytes.len() > pond_canonical::bounded::MAX_VALUE_BYTES / 2 {
+    if !jsonl::within_value_bound(bytes) {
         return false;
     }
     // A `response_item` is read as a message: its line is not walked further.
