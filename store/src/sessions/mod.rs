@@ -1,6 +1,7 @@
 //! The sessions consumer (spec section 5): the canonical model persisted on the substrate as
 //! `sessions`, `messages` and `parts`, and the operations pond runs on them.
 
+pub mod jsonb;
 pub mod rows;
 pub mod schema;
 pub mod search_text;

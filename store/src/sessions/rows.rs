@@ -1,16 +1,16 @@
 //! Canonical values to Arrow rows and back. The only place that knows how a Session, Message or
 //! Part is laid out in the session datasets (spec 5.1).
 
-use super::schema::{MESSAGES, PARTS, SESSIONS};
+use super::jsonb::{self, Fields};
+use super::schema::{MESSAGES_INGEST, PARTS_INGEST, SESSIONS_INGEST};
 use super::search_text::search_text_for;
 use arrow_array::builder::{
     Int32Builder, Int64Builder, LargeBinaryBuilder, StringBuilder, TimestampMicrosecondBuilder,
 };
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type, TimestampMicrosecondType};
-use arrow_array::{Array, ArrayRef, RecordBatch, new_null_array};
-use pond_canonical::{FileData, Json, Message, PartRef, Session, Text};
-use serde::Serialize;
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use pond_canonical::{FileData, Message, PartRef, Session};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
@@ -25,7 +25,7 @@ pub struct RowBuffer {
     s_created: TimestampMicrosecondBuilder,
     s_created_text: StringBuilder,
     s_project: StringBuilder,
-    s_options: StringBuilder,
+    s_options: LargeBinaryBuilder,
     s_ingested: TimestampMicrosecondBuilder,
 
     messages: usize,
@@ -39,7 +39,7 @@ pub struct RowBuffer {
     m_project: StringBuilder,
     m_content: StringBuilder,
     m_search: StringBuilder,
-    m_options: StringBuilder,
+    m_options: LargeBinaryBuilder,
 
     parts: usize,
     p_session: StringBuilder,
@@ -48,95 +48,49 @@ pub struct RowBuffer {
     p_ordinal: Int32Builder,
     p_type: StringBuilder,
     p_provenance: StringBuilder,
-    p_variant: StringBuilder,
+    p_variant: LargeBinaryBuilder,
     p_data: LargeBinaryBuilder,
-    p_options: StringBuilder,
+    p_options: LargeBinaryBuilder,
 }
 
-fn json_text(map: &Map<String, Value>) -> String {
-    serde_json::to_string(map).expect("a JSON map serializes")
-}
-
-fn variant_text(fields: &impl Serialize) -> String {
-    serde_json::to_string(fields).expect("part fields serialize")
-}
-
-/// `variant_data`: a part's variant-specific fields, serialized straight from the part (no
-/// copy of its values), as [`part_rows`] reads them back. Base fields (`id`, back-references,
+/// `variant_data`: a part's variant-specific fields, encoded straight from the part (no copy of
+/// its values), as [`part_rows`] reads them back. Base fields (`id`, back-references,
 /// `provenance`, `type`) and `options` are columns of their own.
-fn variant_data(part: PartRef<'_>) -> String {
-    #[derive(Serialize)]
-    struct TextOnly<'a> {
-        text: &'a Text,
-    }
-    /// A FilePart's fields but the payload, which is in the blob column.
-    #[derive(Serialize)]
-    struct FileVariant<'a> {
-        media_type: &'a Text,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        file_name: Option<&'a Text>,
-        data_kind: &'static str,
-    }
-    #[derive(Serialize)]
-    struct ToolCall<'a> {
-        call_id: &'a Text,
-        name: &'a Text,
-        params: &'a Json,
-        provider_executed: bool,
-    }
-    #[derive(Serialize)]
-    struct ToolResult<'a> {
-        call_id: &'a Text,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        name: Option<&'a Text>,
-        is_failure: bool,
-        result: &'a Json,
-    }
-    #[derive(Serialize)]
-    struct ApprovalRequest<'a> {
-        approval_id: &'a Text,
-        tool_call_id: &'a Text,
-    }
-    #[derive(Serialize)]
-    struct ApprovalResponse<'a> {
-        approval_id: &'a Text,
-        approved: bool,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reason: Option<&'a Text>,
-    }
+fn variant_data(part: PartRef<'_>) -> Vec<u8> {
+    let f = Fields::default();
     match part {
-        PartRef::Text(p) => variant_text(&TextOnly { text: &p.text }),
-        PartRef::Reasoning(p) => variant_text(&TextOnly { text: &p.text }),
-        PartRef::File(f) => variant_text(&FileVariant {
-            media_type: &f.media_type,
-            file_name: f.file_name.as_ref(),
-            data_kind: match f.data {
-                FileData::Base64(_) => "base64",
-                FileData::Url(_) => "url",
-            },
-        }),
-        PartRef::ToolCall(p) => variant_text(&ToolCall {
-            call_id: &p.call_id,
-            name: &p.name,
-            params: &p.params,
-            provider_executed: p.provider_executed,
-        }),
-        PartRef::ToolResult(p) => variant_text(&ToolResult {
-            call_id: &p.call_id,
-            name: p.name.as_ref(),
-            is_failure: p.is_failure,
-            result: &p.result,
-        }),
-        PartRef::ToolApprovalRequest(p) => variant_text(&ApprovalRequest {
-            approval_id: &p.approval_id,
-            tool_call_id: &p.tool_call_id,
-        }),
-        PartRef::ToolApprovalResponse(p) => variant_text(&ApprovalResponse {
-            approval_id: &p.approval_id,
-            approved: p.approved,
-            reason: p.reason.as_ref(),
-        }),
+        PartRef::Text(p) => f.text("text", &p.text),
+        PartRef::Reasoning(p) => f.text("text", &p.text),
+        // A FilePart's fields but the payload, which is in the blob column.
+        PartRef::File(p) => f
+            .text("media_type", &p.media_type)
+            .opt_text("file_name", p.file_name.as_ref())
+            .str(
+                "data_kind",
+                match p.data {
+                    FileData::Base64(_) => "base64",
+                    FileData::Url(_) => "url",
+                },
+            ),
+        PartRef::ToolCall(p) => f
+            .text("call_id", &p.call_id)
+            .text("name", &p.name)
+            .json("params", &p.params)
+            .bool("provider_executed", p.provider_executed),
+        PartRef::ToolResult(p) => f
+            .text("call_id", &p.call_id)
+            .opt_text("name", p.name.as_ref())
+            .bool("is_failure", p.is_failure)
+            .json("result", &p.result),
+        PartRef::ToolApprovalRequest(p) => f
+            .text("approval_id", &p.approval_id)
+            .text("tool_call_id", &p.tool_call_id),
+        PartRef::ToolApprovalResponse(p) => f
+            .text("approval_id", &p.approval_id)
+            .bool("approved", p.approved)
+            .opt_text("reason", p.reason.as_ref()),
     }
+    .encode()
 }
 
 impl RowBuffer {
@@ -153,18 +107,16 @@ impl RowBuffer {
     /// Bytes of text and payload buffered in the large columns: what a flush bound by size
     /// looks at (a few messages can carry megabytes of tool output each).
     pub fn payload_bytes(&self) -> usize {
-        [
-            &self.m_content,
-            &self.m_search,
+        let text = [&self.m_content, &self.m_search].map(|b| b.values_slice().len());
+        let binary = [
             &self.m_options,
             &self.p_variant,
             &self.p_options,
             &self.s_options,
+            &self.p_data,
         ]
-        .iter()
-        .map(|b| b.values_slice().len())
-        .sum::<usize>()
-            + self.p_data.values_slice().len()
+        .map(|b| b.values_slice().len());
+        text.iter().chain(&binary).sum()
     }
 
     /// Adds a session row. `ingested_at` is pond's own clock (a separate column, spec 4.3).
@@ -179,7 +131,8 @@ impl RowBuffer {
         self.s_created.append_value(s.created_at.unix_micros());
         self.s_created_text.append_value(s.created_at.as_str());
         self.s_project.append_value(s.project.as_str());
-        self.s_options.append_value(json_text(&s.options));
+        self.s_options
+            .append_value(jsonb::encode_object(&s.options));
         self.s_ingested.append_value(ingested_at);
     }
 
@@ -200,7 +153,8 @@ impl RowBuffer {
             _ => self.m_content.append_null(),
         }
         self.m_search.append_option(search_text_for(m));
-        self.m_options.append_value(json_text(m.options()));
+        self.m_options
+            .append_value(jsonb::encode_object(m.options()));
         for (ordinal, part) in m.part_refs().into_iter().enumerate() {
             self.push_part(ordinal as i32, part);
         }
@@ -227,7 +181,8 @@ impl RowBuffer {
             _ => self.p_data.append_null(),
         }
         self.p_variant.append_value(variant_data(part));
-        self.p_options.append_value(json_text(part.options()));
+        self.p_options
+            .append_value(jsonb::encode_object(part.options()));
     }
 
     /// The buffered rows as one batch per table (empty tables give `None`), leaving the buffer empty.
@@ -248,16 +203,10 @@ impl RowBuffer {
                 Arc::new(b.s_options.finish()),
                 utc(&mut b.s_ingested),
             ];
-            RecordBatch::try_new(SESSIONS.schema.clone(), cols)
+            RecordBatch::try_new(SESSIONS_INGEST.clone(), cols)
                 .expect("sessions columns match their schema")
         });
         let messages = (b.messages > 0).then(|| {
-            let vector_type = MESSAGES
-                .schema
-                .field_with_name("vector")
-                .expect("vector column")
-                .data_type()
-                .clone();
             let cols: Vec<ArrayRef> = vec![
                 Arc::new(b.m_session.finish()),
                 Arc::new(b.m_id.finish()),
@@ -269,11 +218,10 @@ impl RowBuffer {
                 Arc::new(b.m_project.finish()),
                 Arc::new(b.m_content.finish()),
                 Arc::new(b.m_search.finish()),
-                new_null_array(&vector_type, b.messages),
-                new_null_array(&arrow_schema::DataType::Utf8, b.messages),
                 Arc::new(b.m_options.finish()),
             ];
-            RecordBatch::try_new(MESSAGES.schema.clone(), cols)
+            // The embedding columns are left out: they stay null until the embed stage.
+            RecordBatch::try_new(MESSAGES_INGEST.clone(), cols)
                 .expect("messages columns match their schema")
         });
         let parts = (b.parts > 0).then(|| {
@@ -288,7 +236,7 @@ impl RowBuffer {
                 Arc::new(b.p_data.finish()),
                 Arc::new(b.p_options.finish()),
             ];
-            RecordBatch::try_new(PARTS.schema.clone(), cols)
+            RecordBatch::try_new(PARTS_INGEST.clone(), cols)
                 .expect("parts columns match their schema")
         });
         [sessions, messages, parts]
@@ -463,4 +411,119 @@ pub fn part_rows(batch: &RecordBatch) -> Result<Vec<PartRow>, String> {
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pond_canonical::Event;
+    use pond_codecs::CODECS;
+    use pond_conformance::foreign_check::{fixture_sources, read_origin};
+
+    /// What Lance stores for a JSON column given as text (`lance_arrow::json::encode_json`).
+    fn lance_encoded(text: &str) -> Vec<u8> {
+        lance_jsonb::parse_value(text.as_bytes())
+            .expect("Lance parses serde_json's text")
+            .to_vec()
+    }
+
+    fn as_lance_from_text(m: &Map<String, Value>) -> Vec<u8> {
+        lance_encoded(&serde_json::to_string(m).unwrap())
+    }
+
+    /// The variant fields of a part as [`part_rows`] reads them back: the canonical part without
+    /// the fields that are columns of their own, a file's payload reduced to its kind.
+    fn variant_fields(part: &pond_canonical::Part) -> Map<String, Value> {
+        let Value::Object(mut fields) = serde_json::to_value(part).unwrap() else {
+            panic!("a part serializes to an object")
+        };
+        for base in [
+            "id",
+            "session_id",
+            "message_id",
+            "provenance",
+            "type",
+            "options",
+        ] {
+            fields.remove(base);
+        }
+        if let Some(data) = fields.remove("data") {
+            fields.insert("data_kind".into(), data["kind"].clone());
+        }
+        fields
+    }
+
+    #[test]
+    fn json_columns_are_the_bytes_lance_encodes_from_their_text() {
+        let (mut sessions, mut messages, mut parts) = (0, 0, 0);
+        for codec in CODECS {
+            for origin in fixture_sources(codec) {
+                for event in read_origin(codec, &origin) {
+                    match event {
+                        Event::Session(s) => {
+                            sessions += 1;
+                            assert_eq!(
+                                jsonb::encode_object(&s.options),
+                                as_lance_from_text(&s.options),
+                                "{}: session {} options",
+                                codec.name,
+                                s.id
+                            );
+                        }
+                        Event::Message(m) => {
+                            messages += 1;
+                            assert_eq!(
+                                jsonb::encode_object(m.options()),
+                                as_lance_from_text(m.options()),
+                                "{}: message {} options",
+                                codec.name,
+                                m.id()
+                            );
+                            for (part, r) in m.parts().iter().zip(m.part_refs()) {
+                                parts += 1;
+                                let at = format!("{}: part {}", codec.name, r.id());
+                                assert_eq!(
+                                    variant_data(r),
+                                    as_lance_from_text(&variant_fields(part)),
+                                    "{at} variant_data"
+                                );
+                                assert_eq!(
+                                    jsonb::encode_object(r.options()),
+                                    as_lance_from_text(r.options()),
+                                    "{at} options"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            sessions > 10 && messages > 1000 && parts > 1000,
+            "{sessions} sessions, {messages} messages, {parts} parts"
+        );
+    }
+
+    #[test]
+    fn numbers_and_strings_encode_as_lance_reads_their_text() {
+        let edge = serde_json::json!({
+            "u64_max": u64::MAX,
+            "i64_min": i64::MIN,
+            "zero": 0,
+            "minus_one": -1,
+            "negative_zero": -0.0,
+            "tenth": 0.1,
+            "whole_float": 100.0,
+            "huge": 1e300,
+            "tiny": 5e-324,
+            "escapes": "quote \" backslash \\ nul \u{0} tab \t",
+            "unicode": "日本語 🐟",
+            "nested": [[], {}, [null, true, false, {"b": 1, "a": [2.5]}]],
+            "": "empty key",
+        });
+        let Value::Object(m) = edge else {
+            unreachable!()
+        };
+        assert_eq!(jsonb::encode_object(&m), as_lance_from_text(&m));
+    }
 }

@@ -292,11 +292,12 @@ impl Substrate {
         // than by Lance's `SourceDedupeBehavior::FirstSeen`, which turns the source into a stream
         // without statistics, so the join buffers every row of the target instead of the batch:
         // memory and time per write grew with the table (docs/decisions.md, "Store writes").
-        let batches =
-            dedup::first_seen(&spec.schema, batches).map_err(|e| StoreError::Invalid {
-                table: spec.name,
-                detail: e.to_string(),
-            })?;
+        // The batches' own schema: a source may leave out nullable columns it has no value for.
+        let schema = batches[0].schema();
+        let batches = dedup::first_seen(&schema, batches).map_err(|e| StoreError::Invalid {
+            table: spec.name,
+            detail: e.to_string(),
+        })?;
         let mut attempts = 0u32;
         loop {
             attempts += 1;
