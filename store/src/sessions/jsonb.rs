@@ -2,7 +2,8 @@
 //! straight from canonical values.
 //!
 //! Handed JSON text, Lance parses every value again on write to encode it as JSONB; for a sync
-//! that was a sixth of all the work (docs/benchmarks.md, "pond sync"). Ingest instead encodes
+//! that was a sixth of all the work (docs/benchmarks.md, "Ingest batches without null vectors or
+//! JSON text"). Ingest instead encodes
 //! the value it already holds, with Lance's own encoder, and hands Lance the stored form
 //! (`lance.json`), which it writes as is. The bytes are the ones Lance would have produced from
 //! the text (a test checks this over every shared fixture), so what a read returns is unchanged.
@@ -16,7 +17,7 @@ use std::borrow::Cow;
 pub const STORED_JSON_EXT: &str = "lance.json";
 
 /// `v` as a JSONB value, borrowing its strings.
-pub fn value(v: &Value) -> Jsonb<'_> {
+fn value(v: &Value) -> Jsonb<'_> {
     match v {
         Value::Null => Jsonb::Null,
         Value::Bool(b) => Jsonb::Bool(*b),
@@ -28,7 +29,7 @@ pub fn value(v: &Value) -> Jsonb<'_> {
 }
 
 /// `m` as a JSONB object.
-pub fn object(m: &Map<String, Value>) -> Object<'_> {
+fn object(m: &Map<String, Value>) -> Object<'_> {
     m.iter().map(|(k, v)| (k.clone(), value(v))).collect()
 }
 

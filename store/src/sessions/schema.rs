@@ -4,6 +4,7 @@
 
 use crate::substrate::{IndexKind, IndexSpec, PK_KEY, PK_POSITION_KEY, TableSpec};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use lance::arrow::ARROW_EXT_NAME_KEY;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
@@ -21,12 +22,13 @@ fn pk(name: &str, position: u32) -> Field {
     ]))
 }
 
-const EXTENSION_KEY: &str = "ARROW:extension:name";
+/// The extension name of a JSON column as the table declares it (`pa.json_()`).
+const ARROW_JSON_EXT: &str = "arrow.json";
 
 fn json(name: &str, nullable: bool) -> Field {
     Field::new(name, DataType::Utf8, nullable).with_metadata(HashMap::from([(
-        EXTENSION_KEY.to_owned(),
-        "arrow.json".to_owned(),
+        ARROW_EXT_NAME_KEY.to_owned(),
+        ARROW_JSON_EXT.to_owned(),
     )]))
 }
 
@@ -93,38 +95,6 @@ pub static MESSAGES: LazyLock<TableSpec> = LazyLock::new(|| TableSpec {
 /// 5.5); every ingest leaves them null.
 pub const EMBEDDING_COLUMNS: [&str; 2] = ["vector", "embedding_model"];
 
-/// The schema of a table's ingest batches ([`super::rows::RowBuffer`]): every column but
-/// [`EMBEDDING_COLUMNS`], with JSON columns in Lance's stored form (`super::jsonb`).
-///
-/// A merge whose source leaves the embedding out inserts it as null, so a batch does not carry
-/// 768 bytes of null vector per row through every copy the merge's join makes; a JSON column
-/// already in its stored form is written as is rather than parsed again (docs/benchmarks.md,
-/// "pond sync"). Both are the same logical table to Lance, which checks the source against it.
-fn ingest(spec: &TableSpec) -> Arc<Schema> {
-    let fields: Vec<Field> = spec
-        .schema
-        .fields()
-        .iter()
-        .filter(|f| !EMBEDDING_COLUMNS.contains(&f.name().as_str()))
-        .map(|f| match f.metadata().get(EXTENSION_KEY) {
-            Some(ext) if ext == "arrow.json" => {
-                Field::new(f.name(), DataType::LargeBinary, f.is_nullable()).with_metadata(
-                    HashMap::from([(
-                        EXTENSION_KEY.to_owned(),
-                        super::jsonb::STORED_JSON_EXT.to_owned(),
-                    )]),
-                )
-            }
-            _ => f.as_ref().clone(),
-        })
-        .collect();
-    Arc::new(Schema::new(fields))
-}
-
-pub static SESSIONS_INGEST: LazyLock<Arc<Schema>> = LazyLock::new(|| ingest(&SESSIONS));
-pub static MESSAGES_INGEST: LazyLock<Arc<Schema>> = LazyLock::new(|| ingest(&MESSAGES));
-pub static PARTS_INGEST: LazyLock<Arc<Schema>> = LazyLock::new(|| ingest(&PARTS));
-
 /// `parts`: one row per Part; keyed (session_id, message_id, id).
 pub static PARTS: LazyLock<TableSpec> = LazyLock::new(|| TableSpec {
     name: "parts",
@@ -144,6 +114,38 @@ pub static PARTS: LazyLock<TableSpec> = LazyLock::new(|| TableSpec {
     ])),
     schema_version: SCHEMA_VERSION,
 });
+
+/// The schema of a table's ingest batches ([`super::rows::RowBuffer`]): every column but
+/// [`EMBEDDING_COLUMNS`], with JSON columns in Lance's stored form (`super::jsonb`).
+///
+/// A merge whose source leaves the embedding out inserts it as null, so a batch does not carry
+/// 768 bytes of null vector per row through every copy the merge's join makes; a JSON column
+/// already in its stored form is written as is rather than parsed again (docs/benchmarks.md,
+/// "Ingest batches without null vectors or JSON text"). Both are the same logical table to Lance, which checks the source against it.
+fn ingest(spec: &TableSpec) -> Arc<Schema> {
+    let fields: Vec<Field> = spec
+        .schema
+        .fields()
+        .iter()
+        .filter(|f| !EMBEDDING_COLUMNS.contains(&f.name().as_str()))
+        .map(|f| match f.metadata().get(ARROW_EXT_NAME_KEY) {
+            Some(ext) if ext == ARROW_JSON_EXT => {
+                Field::new(f.name(), DataType::LargeBinary, f.is_nullable()).with_metadata(
+                    HashMap::from([(
+                        ARROW_EXT_NAME_KEY.to_owned(),
+                        super::jsonb::STORED_JSON_EXT.to_owned(),
+                    )]),
+                )
+            }
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+pub static SESSIONS_INGEST: LazyLock<Arc<Schema>> = LazyLock::new(|| ingest(&SESSIONS));
+pub static MESSAGES_INGEST: LazyLock<Arc<Schema>> = LazyLock::new(|| ingest(&MESSAGES));
+pub static PARTS_INGEST: LazyLock<Arc<Schema>> = LazyLock::new(|| ingest(&PARTS));
 
 /// Every session dataset.
 pub fn all() -> [&'static TableSpec; 3] {
