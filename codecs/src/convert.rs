@@ -2,7 +2,7 @@
 //! the codec) deciding native or foreign per session (spec 6.3), and a summary of what happened.
 
 use crate::face::{
-    Fidelity, Item, Layout, Losses, Output, SessionWriter, Target, WriteError, Written,
+    CarriedLine, Fidelity, Item, Layout, Losses, Output, SessionWriter, Target, WriteError, Written,
 };
 use crate::registry::Codec;
 use pond_canonical::{Event, Message, Origin, ParseError, Provenance};
@@ -113,7 +113,9 @@ pub fn convert(
     convert_sources(from, to, layout, &sources, out, progress)
 }
 
-/// Converts the given source units (already discovered).
+/// Converts the given source units (already discovered). A foreign conversion reads on a thread
+/// of its own when the machine has a second processor (`POND_THREADS=1` keeps it on one); what
+/// it writes and reports is the same either way.
 pub fn convert_sources(
     from: &Codec,
     to: &Codec,
@@ -121,6 +123,20 @@ pub fn convert_sources(
     sources: &[Origin],
     out: &mut dyn Output,
     progress: &mut dyn FnMut(usize, usize),
+) -> Result<Summary, ConvertError> {
+    convert_on(from, to, layout, sources, out, progress, pipelined())
+}
+
+/// [`convert_sources`], reading on a thread of its own when `pipelined` and the conversion is
+/// foreign.
+fn convert_on(
+    from: &Codec,
+    to: &Codec,
+    layout: Layout,
+    sources: &[Origin],
+    out: &mut dyn Output,
+    progress: &mut dyn FnMut(usize, usize),
+    pipelined: bool,
 ) -> Result<Summary, ConvertError> {
     let reader = from.read.ok_or(ConvertError::MissingFace {
         codec: from.name,
@@ -134,21 +150,113 @@ pub fn convert_sources(
     let mut summary = Summary::default();
     // Within one codec every session is written natively, so carriers may travel as their
     // source lines and be copied (`ReadFace::read_items`); a foreign writer would only have to
-    // build each carrier's message from its text again.
-    let same_codec = from.name == to.name;
-    for (i, source) in sources.iter().enumerate() {
-        progress(i, sources.len());
-        summary.sources += 1;
-        let mut feed = Feed::new(to, writer.as_mut(), &mut *out, &mut summary);
-        if same_codec {
-            reader.read_items(source, &mut |item| feed.item(item));
-        } else {
-            reader.read(source, &mut |item| feed.item(item.map(Item::Event)));
+    // build each carrier's message from its text again. Those lines are borrowed from the
+    // reader's buffer, so a native conversion reads and writes on one thread.
+    if from.name == to.name || !pipelined {
+        for (i, source) in sources.iter().enumerate() {
+            progress(i, sources.len());
+            summary.sources += 1;
+            let mut feed = Feed::new(to, writer.as_mut(), &mut *out, &mut summary);
+            if from.name == to.name {
+                reader.read_items(source, &mut |item| feed.item(item));
+            } else {
+                reader.read(source, &mut |item| feed.item(item.map(Item::Event)));
+            }
+            feed.end(&source.path().display().to_string());
         }
-        feed.end(&source.path().display().to_string());
+    } else {
+        // A foreign conversion in two stages on two threads: the read face (parsing and
+        // mapping) runs ahead on its own thread while this one writes, so the conversion takes
+        // about as long as the slower stage, not the sum of both. Events are owned, and cross
+        // in batches over a bounded channel and come back to be dropped where they were made:
+        // at most `PIPELINE_DEPTH + 3` batches of `PIPELINE_BATCH` events exist, whatever the
+        // input.
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Piece>>(PIPELINE_DEPTH);
+            let (recycle, reuse) = std::sync::mpsc::channel::<Vec<Piece>>();
+            scope.spawn(move || {
+                // A written batch comes back with its events, which are dropped here: memory
+                // is freed by the thread that allocated it, the allocator's fast path.
+                let fresh = || match reuse.try_recv() {
+                    Ok(mut done) => {
+                        done.clear();
+                        done
+                    }
+                    Err(_) => Vec::with_capacity(PIPELINE_BATCH),
+                };
+                let mut batch = fresh();
+                for source in sources {
+                    let mut closed = false;
+                    reader.read(source, &mut |item| {
+                        if closed {
+                            return;
+                        }
+                        batch.push(Piece::Item(item));
+                        if batch.len() >= PIPELINE_BATCH {
+                            closed = tx.send(std::mem::replace(&mut batch, fresh())).is_err();
+                        }
+                    });
+                    batch.push(Piece::End);
+                    // The writer gone (it panicked) ends the reading too.
+                    if closed || tx.send(std::mem::replace(&mut batch, fresh())).is_err() {
+                        return;
+                    }
+                }
+            });
+            let mut batches = rx.into_iter();
+            let mut batch = Vec::new();
+            let mut at = 0;
+            for (i, source) in sources.iter().enumerate() {
+                progress(i, sources.len());
+                summary.sources += 1;
+                let mut feed = Feed::new(to, writer.as_mut(), &mut *out, &mut summary);
+                loop {
+                    let Some(piece) = batch.get(at) else {
+                        let _ = recycle.send(std::mem::take(&mut batch));
+                        at = 0;
+                        match batches.next() {
+                            Some(next) => {
+                                batch = next;
+                                continue;
+                            }
+                            None => break,
+                        }
+                    };
+                    at += 1;
+                    match piece {
+                        Piece::Item(Ok(event)) => feed.event(event),
+                        Piece::Item(Err(e)) => feed.item(Err(e.clone())),
+                        Piece::End => break,
+                    }
+                }
+                feed.end(&source.path().display().to_string());
+            }
+        });
     }
     progress(sources.len(), sources.len());
     Ok(summary)
+}
+
+/// Whether a foreign conversion reads on a thread of its own: only with a second processor to
+/// run it on (`POND_THREADS=1` keeps a conversion on one thread).
+fn pipelined() -> bool {
+    let threads = std::env::var("POND_THREADS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
+        .unwrap_or(1);
+    threads > 1
+}
+
+/// Events per batch handed from the reading thread to the writing one, and batches queued.
+const PIPELINE_BATCH: usize = 256;
+const PIPELINE_DEPTH: usize = 2;
+
+/// What the reading thread of [`convert_sources`] hands over: one event or fault of the
+/// current source unit, or its end.
+enum Piece {
+    Item(Result<Event, ParseError>),
+    End,
 }
 
 /// Writes canonical events (a stored session and its children, say) with `to`, as one source
@@ -207,14 +315,42 @@ impl<'a> Feed<'a> {
     }
 
     fn item(&mut self, item: Result<Item<'_>, ParseError>) {
-        let item = match item {
-            Err(e) => return self.summary.errors.push(e),
-            Ok(item) => item,
-        };
-        match &item {
-            Item::Event(event) => self.summary.count(event),
-            Item::Carried(_) => self.summary.count_carried(),
+        match item {
+            Err(e) => self.summary.errors.push(e),
+            Ok(Item::Event(event)) => self.event(&event),
+            Ok(Item::Carried(carried)) => self.carried(&carried),
         }
+    }
+
+    /// A carrier still in its source line's text.
+    fn carried(&mut self, carried: &CarriedLine<'_>) {
+        self.summary.count_carried();
+        self.write(|writer, target| writer.carried(carried, target));
+    }
+
+    /// One event, borrowed: the writer clones what it keeps.
+    fn event(&mut self, event: &Event) {
+        self.summary.count(event);
+        match event {
+            Event::Session(s) => {
+                let fidelity = Fidelity::decide(s, self.to.source_agent);
+                if self.failed.is_none() {
+                    match fidelity {
+                        Fidelity::Native => self.summary.native_sessions += 1,
+                        Fidelity::Foreign => self.summary.foreign_sessions += 1,
+                    }
+                }
+                self.write(|writer, target| writer.session(s, fidelity, target));
+            }
+            Event::Message(m) => self.write(|writer, target| writer.message(m, target)),
+        }
+    }
+
+    /// One step of the writer, unless an earlier one failed (then nothing more is written).
+    fn write(
+        &mut self,
+        step: impl FnOnce(&mut dyn SessionWriter, &mut Target<'_>) -> Result<(), WriteError>,
+    ) {
         if self.failed.is_some() {
             return;
         }
@@ -223,35 +359,12 @@ impl<'a> Feed<'a> {
             losses: &mut self.losses,
             written: &mut self.summary.written,
         };
-        let event = match &item {
-            Item::Event(event) => event,
-            Item::Carried(carried) => {
-                self.failed = self.writer.carried(carried, &mut target).err();
-                return;
-            }
-        };
-        let result = match event {
-            Event::Session(s) => {
-                let fidelity = Fidelity::decide(s, self.to.source_agent);
-                match fidelity {
-                    Fidelity::Native => self.summary.native_sessions += 1,
-                    Fidelity::Foreign => self.summary.foreign_sessions += 1,
-                }
-                self.writer.session(s, fidelity, &mut target)
-            }
-            Event::Message(m) => self.writer.message(m, &mut target),
-        };
-        self.failed = result.err();
+        self.failed = step(&mut *self.writer, &mut target).err();
     }
 
     fn end(mut self, unit: &str) {
         if self.failed.is_none() {
-            let mut target = Target {
-                out: &mut *self.out,
-                losses: &mut self.losses,
-                written: &mut self.summary.written,
-            };
-            self.failed = self.writer.end_source(&mut target).err();
+            self.write(|writer, target| writer.end_source(target));
         } else {
             // The writer still ends the unit, so nothing it holds (a streaming writer's open
             // sessions) leaks into the next one; what it would write now is dropped.
@@ -299,4 +412,106 @@ pub fn read_all(
         });
     }
     Ok((events, errors))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::MemoryOutput;
+    use crate::registry::CODECS;
+    use std::path::PathBuf;
+
+    /// Converts `sources` serially and pipelined: the written files and the whole summary
+    /// (counts, faults in order, losses, written sessions) must be the same.
+    fn both_ways(from: &Codec, to: &Codec, sources: &[Origin]) -> Summary {
+        let run = |pipelined| {
+            let mut out = MemoryOutput::default();
+            let summary = convert_on(
+                from,
+                to,
+                Layout::Mirror,
+                sources,
+                &mut out,
+                &mut |_, _| {},
+                pipelined,
+            )
+            .expect("both faces exist");
+            (out.files, summary)
+        };
+        let (serial_files, serial) = run(false);
+        let (piped_files, piped) = run(true);
+        let label = format!("{} -> {}", from.name, to.name);
+        assert_eq!(serial_files, piped_files, "{label}: written files");
+        assert_eq!(
+            serde_json::to_value(&serial).unwrap(),
+            serde_json::to_value(&piped).unwrap(),
+            "{label}: summary"
+        );
+        serial
+    }
+
+    #[test]
+    fn a_pipelined_foreign_conversion_writes_and_reports_what_a_serial_one_does() {
+        let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
+        let mut pairs = 0;
+        for from in CODECS {
+            let reader = from.read.expect("every codec reads");
+            let sources = reader
+                .discover(&shared.join(from.name))
+                .expect("the shared fixtures are beside the checkout");
+            assert!(sources.len() > 1, "{}: several sources", from.name);
+            for to in CODECS.iter().filter(|to| to.name != from.name) {
+                let summary = both_ways(from, to, &sources);
+                assert_eq!(summary.sources, sources.len() as u64);
+                assert!(summary.foreign_sessions > 0, "{} -> {}", from.name, to.name);
+                pairs += 1;
+            }
+        }
+        assert_eq!(pairs, CODECS.len() * (CODECS.len() - 1));
+    }
+
+    #[test]
+    fn faults_keep_their_place_across_the_threads() {
+        // More events than one batch, a bad line in the middle, then a source that cannot be
+        // read and one without a session.
+        let dir = std::env::temp_dir().join(format!("pond-convert-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut rollout = String::from(
+            r#"{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"019c8a4c-ed82-79a1-aa28-7738fc5ab61a","timestamp":"2026-01-01T00:00:00Z","cwd":"/w"}}"#,
+        );
+        rollout.push('\n');
+        for i in 0..(PIPELINE_BATCH * 3) {
+            if i == PIPELINE_BATCH + 7 {
+                rollout.push_str("{not json\n");
+            }
+            rollout.push_str(&format!(
+                r#"{{"timestamp":"2026-01-01T00:00:01Z","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"turn {i}"}}]}}}}"#
+            ));
+            rollout.push('\n');
+        }
+        std::fs::write(dir.join("a.jsonl"), rollout).unwrap();
+        std::fs::write(
+            dir.join("c.jsonl"),
+            "{\"type\":\"event_msg\",\"payload\":{}}\n",
+        )
+        .unwrap();
+        let codex = crate::registry::find("codex").unwrap();
+        let claude = crate::registry::find("claude-code").unwrap();
+        let mut sources = codex.read.unwrap().discover(&dir).unwrap();
+        sources.insert(
+            1,
+            Origin::new("codex", dir.join("b-missing.jsonl"), "b-missing.jsonl"),
+        );
+        let summary = both_ways(codex, claude, &sources);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(summary.messages, (PIPELINE_BATCH * 3) as u64);
+        let lines: Vec<String> = summary.errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(lines.len(), 3, "{lines:#?}");
+        assert!(
+            lines[0].contains(&format!("a.jsonl:{}: invalid JSON", PIPELINE_BATCH + 9)),
+            "{lines:#?}"
+        );
+        assert!(lines[1].contains("b-missing.jsonl"), "{lines:#?}");
+        assert!(lines[2].contains("c.jsonl"), "{lines:#?}");
+    }
 }

@@ -28,13 +28,13 @@
 //! call, or never called) is left out at once (loss `tool_result_unpaired`).
 
 use super::naming::{encode_cwd, hex_id, is_uuid, resume_command, uuid_v5};
-use crate::face::{Losses, Target, WriteError, Written};
+use crate::face::{At, Losses, Target, WriteError, Written};
 use crate::hold::{MAX_HELD, harness_only};
+use crate::jsonl::{write_str, write_value};
 use pond_canonical::{
     AssistantPart, FileData, FilePart, Message, Provenance, Session, ToolPart, ToolResultPart,
     UserPart,
 };
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -90,11 +90,11 @@ impl ForeignWriter {
                         let derived = if is_uuid(&parent) {
                             parent.clone()
                         } else {
-                            uuid_v5(&format!("session:{}:{parent}", session.source_agent))
+                            uuid_v5(format_args!("session:{}:{parent}", session.source_agent))
                         };
                         (derived, project.to_owned())
                     });
-                let agent = format!("a{}", hex_id(&format!("agent:{}", session.id), 16));
+                let agent = format!("a{}", hex_id(format_args!("agent:{}", session.id), 16));
                 (
                     format!(
                         "{}/{parent_uuid}/subagents/agent-{agent}.jsonl",
@@ -175,7 +175,7 @@ fn session_uuid(session: &Session) -> String {
     if is_uuid(id) {
         id.to_owned()
     } else {
-        uuid_v5(&format!("session:{}:{id}", session.source_agent))
+        uuid_v5(format_args!("session:{}:{id}", session.source_agent))
     }
 }
 
@@ -257,33 +257,7 @@ struct Stream {
     started: bool,
 }
 
-/// One transcript line, serialized in the field order Claude Code writes.
-#[derive(Serialize)]
-struct Line<'a, M: Serialize> {
-    #[serde(rename = "parentUuid")]
-    parent_uuid: Option<&'a str>,
-    #[serde(rename = "isSidechain")]
-    is_sidechain: bool,
-    #[serde(rename = "userType")]
-    user_type: &'static str,
-    cwd: &'a str,
-    #[serde(rename = "sessionId")]
-    session_id: &'a str,
-    version: &'static str,
-    #[serde(rename = "agentId", skip_serializing_if = "Option::is_none")]
-    agent_id: Option<&'a str>,
-    #[serde(rename = "type")]
-    kind: &'a str,
-    message: &'a M,
-    #[serde(rename = "isMeta", skip_serializing_if = "std::ops::Not::not")]
-    is_meta: bool,
-    uuid: &'a str,
-    timestamp: &'a str,
-}
-
 /// A block of an assistant line.
-#[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
 enum Out {
     Text {
         text: String,
@@ -299,46 +273,101 @@ enum Out {
     },
 }
 
-/// An assistant line's `message`, in the field order Claude Code writes.
-#[derive(Serialize)]
-struct AssistantBody<'a> {
-    model: &'a str,
-    id: &'a str,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    role: &'static str,
-    content: &'a [Out],
-    stop_reason: Option<()>,
-    stop_sequence: Option<()>,
-    usage: Usage,
+/// A line's `message`, in the field order Claude Code writes.
+enum Body<'a> {
+    /// A user line's text, or its array of text and file blocks.
+    User(&'a Value),
+    /// A user line with one `tool_result` block.
+    Result {
+        tool_use_id: &'a str,
+        content: &'a Value,
+        is_error: bool,
+    },
+    /// An assistant line: one line of API response `id`.
+    Assistant {
+        model: &'a str,
+        id: &'a str,
+        content: &'a [Out],
+    },
 }
 
-#[derive(Serialize)]
-struct Usage {
-    input_tokens: u32,
-    output_tokens: u32,
+impl Out {
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Out::Text { text } => {
+                out.extend_from_slice(br#"{"type":"text","text":"#);
+                write_str(out, text);
+            }
+            Out::Thinking {
+                thinking,
+                signature,
+            } => {
+                out.extend_from_slice(br#"{"type":"thinking","thinking":"#);
+                write_str(out, thinking);
+                out.extend_from_slice(br#","signature":"#);
+                write_str(out, signature);
+            }
+            Out::ToolUse { id, name, input } => {
+                out.extend_from_slice(br#"{"type":"tool_use","id":"#);
+                write_str(out, id);
+                out.extend_from_slice(br#","name":"#);
+                write_str(out, name);
+                out.extend_from_slice(br#","input":"#);
+                write_value(out, input);
+            }
+        }
+        out.push(b'}');
+    }
 }
 
-/// A user line's `message`.
-#[derive(Serialize)]
-struct UserBody<C: Serialize> {
-    role: &'static str,
-    content: C,
-}
-
-/// A `tool_result` block.
-#[derive(Serialize)]
-struct ResultBlock<'a> {
-    tool_use_id: &'a str,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    content: &'a Value,
-    is_error: bool,
+impl Body<'_> {
+    /// Appends the body as compact JSON: byte for byte what serde_json writes for the same
+    /// object, escaped by pond's own string writer (serde_json's was 8% of a conversion).
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Body::User(content) => {
+                out.extend_from_slice(br#"{"role":"user","content":"#);
+                write_value(out, content);
+            }
+            Body::Result {
+                tool_use_id,
+                content,
+                is_error,
+            } => {
+                out.extend_from_slice(br#"{"role":"user","content":[{"tool_use_id":"#);
+                write_str(out, tool_use_id);
+                out.extend_from_slice(br#","type":"tool_result","content":"#);
+                write_value(out, content);
+                out.extend_from_slice(if *is_error {
+                    br#","is_error":true}]"#
+                } else {
+                    br#","is_error":false}]"#
+                });
+            }
+            Body::Assistant { model, id, content } => {
+                out.extend_from_slice(br#"{"model":"#);
+                write_str(out, model);
+                out.extend_from_slice(br#","id":"#);
+                write_str(out, id);
+                out.extend_from_slice(br#","type":"message","role":"assistant","content":["#);
+                for (i, block) in content.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    block.write(out);
+                }
+                out.extend_from_slice(
+                    br#"],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}"#,
+                );
+            }
+        }
+        out.push(b'}');
+    }
 }
 
 impl Stream {
-    fn at(&self, message: &Message) -> String {
-        format!("session {} message {}", self.canonical, message.id())
+    fn at<'m>(&'m self, message: &'m Message) -> At<'m> {
+        At::of(&self.canonical, message)
     }
 
     /// The session-level losses, recorded before its first message's.
@@ -398,13 +427,12 @@ impl Stream {
             }
             Message::Tool(t) => {
                 self.end_run();
-                let at = self.at(m);
                 for part in &t.content {
                     match part {
                         ToolPart::ToolResult(r) => self.result(r, m, losses),
                         ToolPart::ToolApprovalResponse(_) => losses.record(
                             "tool_approval",
-                            &at,
+                            self.at(m),
                             "Claude Code transcripts record no tool approval answers",
                         ),
                     }
@@ -462,30 +490,47 @@ impl Stream {
             None => losses.record(
                 "tool_result_unpaired",
                 self.at(m),
-                format!("the result of call `{call}` has no call waiting for it in the session; Claude Code drops a tool_result without its tool_use"),
+                format_args!("the result of call `{call}` has no call waiting for it in the session; Claude Code drops a tool_result without its tool_use"),
             ),
         }
     }
 
-    /// Appends one line to the chain.
-    fn line(&mut self, kind: &str, message: &impl Serialize, timestamp: &str, meta: bool) {
-        let uuid = uuid_v5(&format!("line:{}:{}", self.canonical, self.lines));
-        let line = Line {
-            parent_uuid: self.prev.as_deref(),
-            is_sidechain: self.agent_id.is_some(),
-            user_type: "external",
-            cwd: &self.cwd,
-            session_id: &self.session_field,
-            version: TARGET_VERSION,
-            agent_id: self.agent_id.as_deref(),
-            kind,
-            message,
-            is_meta: meta,
-            uuid: &uuid,
-            timestamp,
-        };
-        // Serializing string-keyed values into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut self.buf, &line);
+    /// Appends one line to the chain, its members in the order Claude Code writes them.
+    fn line(&mut self, kind: &str, message: Body<'_>, timestamp: &str, meta: bool) {
+        let uuid = uuid_v5(format_args!("line:{}:{}", self.canonical, self.lines));
+        let out = &mut self.buf;
+        out.extend_from_slice(br#"{"parentUuid":"#);
+        match &self.prev {
+            Some(prev) => write_str(out, prev),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(if self.agent_id.is_some() {
+            br#","isSidechain":true"#
+        } else {
+            br#","isSidechain":false"#
+        });
+        out.extend_from_slice(br#","userType":"external","cwd":"#);
+        write_str(out, &self.cwd);
+        out.extend_from_slice(br#","sessionId":"#);
+        write_str(out, &self.session_field);
+        out.extend_from_slice(br#","version":"#);
+        write_str(out, TARGET_VERSION);
+        if let Some(agent) = &self.agent_id {
+            out.extend_from_slice(br#","agentId":"#);
+            write_str(out, agent);
+        }
+        out.extend_from_slice(br#","type":"#);
+        write_str(out, kind);
+        out.extend_from_slice(br#","message":"#);
+        message.write(out);
+        if meta {
+            out.extend_from_slice(br#","isMeta":true"#);
+        }
+        out.extend_from_slice(br#","uuid":"#);
+        write_str(out, &uuid);
+        out.extend_from_slice(br#","timestamp":"#);
+        write_str(out, timestamp);
+        out.push(b'}');
         self.buf.push(b'\n');
         self.lines += 1;
         self.prev = Some(uuid);
@@ -505,7 +550,7 @@ impl Stream {
             losses.record(
                 "source_record",
                 at,
-                format!(
+                format_args!(
                     "a `{kind}` record of the source maps to no message and has no Claude Code form"
                 ),
             );
@@ -566,10 +611,7 @@ impl Stream {
             };
             self.line(
                 "user",
-                &UserBody {
-                    role: "user",
-                    content,
-                },
+                Body::User(&content),
                 timestamp,
                 provenance == Provenance::Injected,
             );
@@ -582,7 +624,7 @@ impl Stream {
         let Message::Assistant(a) = m else {
             return;
         };
-        let at = self.at(m);
+        let at = At::of(&self.canonical, m);
         if has_key(m.options(), "encrypted_content", 4) {
             losses.record(
                 "reasoning_encrypted_content",
@@ -634,7 +676,7 @@ impl Stream {
                         name: c.name.as_str().to_owned(),
                         input: c.params.as_value().clone(),
                         provider_executed: c.provider_executed,
-                        at: at.clone(),
+                        at: at.to_string(),
                         result: None,
                     });
                 }
@@ -691,7 +733,7 @@ impl Stream {
             losses.record(
                 "tool_call_id_rewritten",
                 at,
-                format!("call id `{call}` is written as `{id}` (Claude needs [A-Za-z0-9_-] ids, unique per session)"),
+                format_args!("call id `{call}` is written as `{id}` (Claude needs [A-Za-z0-9_-] ids, unique per session)"),
             );
         }
         self.call_ids.insert(id.clone());
@@ -720,7 +762,7 @@ impl Stream {
                     losses.record(
                         "tool_call_unpaired",
                         &c.at,
-                        format!("call `{}` has no result in the session; Claude Code drops a tool_use without its tool_result", c.call),
+                        format_args!("call `{}` has no result in the session; Claude Code drops a tool_use without its tool_result", c.call),
                     );
                     ids.push(None);
                     continue;
@@ -758,46 +800,37 @@ impl Stream {
                 .get_or_insert_with(|| {
                     format!(
                         "msg_{}",
-                        hex_id(&format!("response:{}:{}", self.canonical, h.message), 24)
+                        hex_id(
+                            format_args!("response:{}:{}", self.canonical, h.message),
+                            24
+                        )
                     )
                 })
                 .clone();
-            let message = AssistantBody {
+            let message = Body::Assistant {
                 model: h.model.as_deref().unwrap_or(SYNTHETIC_MODEL),
                 id: &id,
-                kind: "message",
-                role: "assistant",
                 content: &blocks,
-                stop_reason: None,
-                stop_sequence: None,
-                usage: Usage {
-                    input_tokens: 0,
-                    output_tokens: 0,
-                },
             };
-            self.line("assistant", &message, &h.timestamp, false);
+            self.line("assistant", message, &h.timestamp, false);
         }
         for (c, id) in calls.into_iter().zip(ids) {
             let (Some(found), Some(id)) = (c.result, id) else {
                 continue;
             };
-            let at = format!("session {} message {}", self.canonical, found.message);
+            let at = At::new(&self.canonical, &found.message);
             let content = result_content(found.part.result.as_value(), &at, losses);
-            let message = UserBody {
-                role: "user",
-                content: [ResultBlock {
-                    tool_use_id: &id,
-                    kind: "tool_result",
-                    content: &content,
-                    is_error: found.part.is_failure,
-                }],
+            let message = Body::Result {
+                tool_use_id: &id,
+                content: &content,
+                is_error: found.part.is_failure,
             };
-            self.line("user", &message, &found.timestamp, false);
+            self.line("user", message, &found.timestamp, false);
         }
     }
 }
 
-fn file_block(f: &FilePart, at: &str, losses: &mut Losses) -> Option<Value> {
+fn file_block(f: &FilePart, at: &At<'_>, losses: &mut Losses) -> Option<Value> {
     let media = f.media_type.as_str();
     let image = matches!(
         media,
@@ -822,7 +855,7 @@ fn file_block(f: &FilePart, at: &str, losses: &mut Losses) -> Option<Value> {
             losses.record(
                 "file_unsupported",
                 at,
-                format!("a `{media}` file has no Claude Code block (images png/jpeg/gif/webp and PDF only)"),
+                format_args!("a `{media}` file has no Claude Code block (images png/jpeg/gif/webp and PDF only)"),
             );
             None
         }
@@ -830,7 +863,7 @@ fn file_block(f: &FilePart, at: &str, losses: &mut Losses) -> Option<Value> {
 }
 
 /// `tool_result.content`: a string, or text and image blocks; anything else as JSON text.
-fn result_content<'a>(result: &'a Value, at: &str, losses: &mut Losses) -> Cow<'a, Value> {
+fn result_content<'a>(result: &'a Value, at: &At<'_>, losses: &mut Losses) -> Cow<'a, Value> {
     match result {
         Value::String(_) => return Cow::Borrowed(result),
         Value::Array(items) => {

@@ -2,7 +2,7 @@
 //! (name-based, RFC 9562 version 5, so a conversion is deterministic), message ids, and the
 //! resume command.
 
-use crate::digest::sha1;
+use crate::digest;
 /// The namespace of every UUID pond derives for Claude Code (a fixed version-4 UUID).
 const NAMESPACE: [u8; 16] = [
     0x8c, 0x0e, 0x6a, 0x53, 0x2b, 0x1d, 0x4f, 0x36, 0x9a, 0x47, 0x5e, 0x61, 0x70, 0xd2, 0x3c, 0x19,
@@ -60,42 +60,15 @@ pub fn is_uuid(s: &str) -> bool {
 }
 
 /// A name-based (version 5) UUID for `name`, in lowercase text form.
-pub fn uuid_v5(name: &str) -> String {
-    let mut input = NAMESPACE.to_vec();
-    input.extend_from_slice(name.as_bytes());
-    let hash = sha1(&input);
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&hash[..16]);
-    b[6] = (b[6] & 0x0f) | 0x50;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex = hex(&b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+pub fn uuid_v5(name: impl std::fmt::Display) -> String {
+    digest::uuid_v5(&NAMESPACE, name)
 }
 
 /// `n` hex digits derived from `name` (for sub-agent ids and message ids).
-pub fn hex_id(name: &str, n: usize) -> String {
-    let mut input = NAMESPACE.to_vec();
-    input.extend_from_slice(name.as_bytes());
-    let mut h = hex(&sha1(&input));
+pub fn hex_id(name: impl std::fmt::Display, n: usize) -> String {
+    let mut h = digest::hex(&digest::sha1_named(&NAMESPACE, name));
     h.truncate(n.min(40));
     h
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    s
 }
 
 /// `cd '<cwd>' && claude --resume <id>`, the cwd single-quoted for a POSIX shell.
@@ -109,17 +82,6 @@ pub fn resume_command(cwd: &str, session: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sha1_matches_the_standard_vectors() {
-        assert_eq!(
-            hex(&sha1(b"abc")),
-            "a9993e364706816aba3e25717850c26c9cd0d89d"
-        );
-        assert_eq!(hex(&sha1(b"")), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
-        let long = b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-        assert_eq!(hex(&sha1(long)), "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
-    }
 
     #[test]
     fn cwd_encoding_follows_sanitize_path() {

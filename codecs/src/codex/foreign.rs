@@ -24,7 +24,7 @@
 //! and the writer keeps only the session's ids and the call ids it wrote, to drop a result whose
 //! call is not before it. A write that fails is reported by [`ForeignRollout::finish`].
 
-use crate::digest::sha1;
+use crate::digest;
 use crate::face::{Target, WriteError, Written};
 use pond_canonical::{FileData, Message, PartRef, Provenance, Session, Timestamp};
 use serde_json::{Map, Value, json};
@@ -610,7 +610,7 @@ pub fn thread_id(source_agent: &str, id: &str) -> (String, bool) {
         let changed = lower != id;
         return (lower, changed);
     }
-    (uuid_v5(&format!("{source_agent}:{id}")), true)
+    (uuid_v5(format_args!("{source_agent}:{id}")), true)
 }
 
 /// pond's UUIDv5 namespace: the RFC 4122 URL namespace, names being `pond:<agent>:<id>`.
@@ -619,24 +619,8 @@ const NAMESPACE_URL: [u8; 16] = [
 ];
 
 /// A name-based (version 5, SHA-1) UUID of `pond:<name>` in the URL namespace (RFC 4122 4.3).
-pub fn uuid_v5(name: &str) -> String {
-    let mut input = NAMESPACE_URL.to_vec();
-    input.extend_from_slice(b"pond:");
-    input.extend_from_slice(name.as_bytes());
-    let hash = sha1(&input);
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&hash[..16]);
-    b[6] = (b[6] & 0x0f) | 0x50;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+pub fn uuid_v5(name: impl std::fmt::Display) -> String {
+    digest::uuid_v5(&NAMESPACE_URL, format_args!("pond:{name}"))
 }
 
 /// Whether `s` is a UUID in its 8-4-4-4-12 hex text form.
@@ -715,11 +699,7 @@ mod tests {
     }
 
     #[test]
-    fn sha1_and_uuid_v5_match_known_values() {
-        let hex: String = sha1(b"abc").iter().map(|x| format!("{x:02x}")).collect();
-        assert_eq!(hex, "a9993e364706816aba3e25717850c26c9cd0d89d");
-        let hex: String = sha1(b"").iter().map(|x| format!("{x:02x}")).collect();
-        assert_eq!(hex, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+    fn uuid_v5_is_stable_and_per_name() {
         let id = uuid_v5("claude-code:short");
         assert!(is_uuid(&id), "{id}");
         assert_eq!(&id[14..15], "5");
