@@ -781,6 +781,46 @@ pub(crate) fn write_value_map(out: &mut Vec<u8>, map: &Map<String, Value>) {
     out.push(b'}');
 }
 
+/// Appends `value` pretty-printed with two-space indents, byte for byte what serde_json's
+/// `PrettyFormatter::with_indent(b"  ")` writes, as if nested `depth` levels deep (every line
+/// after the first is indented by `depth` more levels).
+pub(crate) fn write_value_pretty(out: &mut Vec<u8>, value: &Value, depth: usize) {
+    fn newline(out: &mut Vec<u8>, depth: usize) {
+        out.push(b'\n');
+        out.resize(out.len() + 2 * depth, b' ');
+    }
+    match value {
+        Value::Array(items) if !items.is_empty() => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                newline(out, depth + 1);
+                write_value_pretty(out, item, depth + 1);
+            }
+            newline(out, depth);
+            out.push(b']');
+        }
+        Value::Object(map) if !map.is_empty() => {
+            out.push(b'{');
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                newline(out, depth + 1);
+                write_str(out, k);
+                out.extend_from_slice(b": ");
+                write_value_pretty(out, v, depth + 1);
+            }
+            newline(out, depth);
+            out.push(b'}');
+        }
+        // Scalars, `[]` and `{}` are written as compact JSON writes them.
+        other => write_value(out, other),
+    }
+}
+
 /// Appends the object `base` would be after `Map::insert` of each of `keys` in order: a key
 /// `base` has keeps its place, the others follow in order. `put` writes the value of `keys[i]`.
 /// Writing it this way copies nothing from `base`.
@@ -1083,6 +1123,36 @@ mod tests {
             out.clear();
             write_str(&mut out, s);
             assert_eq!(out, serde_json::to_vec(s).unwrap());
+        }
+    }
+
+    #[test]
+    fn the_pretty_writer_writes_what_serde_json_writes() {
+        let mut out = Vec::new();
+        let mut values: Vec<Value> = sample_lines()
+            .iter()
+            .filter_map(|line| serde_json::from_slice(line).ok())
+            .collect();
+        values.push(
+            serde_json::json!({"a": [], "b": {}, "c": [[], {}, [1, {"d": null}]], "e": "x\ny"}),
+        );
+        values.push(serde_json::json!([]));
+        values.push(serde_json::json!("top"));
+        for value in &values {
+            for depth in [0, 2] {
+                out.clear();
+                write_value_pretty(&mut out, value, depth);
+                let mut expected = Vec::new();
+                let formatter = serde_json::ser::PrettyFormatter::with_indent(b"  ");
+                serde::Serialize::serialize(
+                    value,
+                    &mut serde_json::Serializer::with_formatter(&mut expected, formatter),
+                )
+                .unwrap();
+                let indent = format!("\n{}", " ".repeat(2 * depth));
+                let expected = String::from_utf8(expected).unwrap().replace('\n', &indent);
+                assert_eq!(String::from_utf8_lossy(&out), expected);
+            }
         }
     }
 

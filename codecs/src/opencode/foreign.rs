@@ -38,6 +38,7 @@
 use crate::discover::find_str;
 use crate::face::{Losses, Target, WriteError};
 use crate::hold::{Prelude, Streamed};
+use crate::jsonl;
 use pond_canonical::{AssistantPart, FileData, Message, PartRef, Provenance, Session, ToolPart};
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -717,7 +718,7 @@ impl ForeignDoc {
             b"{\n  \"messages\": [],\n  \"info\": "
         });
         let info = self.info();
-        push_indented(&mut self.buf, &info, 1);
+        jsonl::write_value_pretty(&mut self.buf, &info, 1);
         self.buf.extend_from_slice(b"\n}\n");
         self.write(target)
     }
@@ -780,7 +781,7 @@ impl Streamed for ForeignDoc {
             b"{\n  \"messages\": [\n    "
         });
         self.started = true;
-        push_indented(&mut self.buf, &value, 2);
+        jsonl::write_value_pretty(&mut self.buf, &value, 2);
     }
 
     fn pending(&mut self) -> (&str, &mut Losses, &mut Vec<u8>) {
@@ -795,38 +796,4 @@ fn running(p: &PartOut) -> bool {
         .and_then(|s| s.get("status"))
         .and_then(Value::as_str)
         == Some("running")
-}
-
-/// `value` pretty-printed (two spaces, as `opencode export` writes) as if nested `depth` levels
-/// deep: JSON text has no raw line breaks inside strings, so each one is followed by the indent.
-fn push_indented(buf: &mut Vec<u8>, value: &Value, depth: usize) {
-    let mut out = Indented { out: buf, depth };
-    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"  ");
-    // Serializing string-keyed values cannot fail, and writing into a Vec neither.
-    let _ = serde::Serialize::serialize(
-        value,
-        &mut serde_json::Serializer::with_formatter(&mut out, formatter),
-    );
-}
-
-/// Writes into a Vec, indenting every new line by `depth` levels.
-struct Indented<'a> {
-    out: &'a mut Vec<u8>,
-    depth: usize,
-}
-
-impl std::io::Write for Indented<'_> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        for chunk in bytes.split_inclusive(|b| *b == b'\n') {
-            self.out.extend_from_slice(chunk);
-            if chunk.ends_with(b"\n") {
-                self.out.extend(std::iter::repeat_n(b' ', 2 * self.depth));
-            }
-        }
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }

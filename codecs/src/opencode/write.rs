@@ -12,6 +12,7 @@ use super::foreign;
 use super::read::RESULT_ID_SUFFIX;
 use crate::face::{Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written};
 use crate::hold::Streamed as _;
+use crate::jsonl;
 use pond_canonical::{FileData, Message, Part, Session};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -113,10 +114,8 @@ impl SessionWriter for ExportWriter {
                 Layout::Harness => format!("{}.json", session.id),
             };
             let id = session.id.to_string();
-            let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| WriteError::Io {
-                path: path.clone(),
-                error: std::io::Error::other(e),
-            })?;
+            let mut bytes = Vec::new();
+            jsonl::write_value_pretty(&mut bytes, &doc, 0);
             bytes.push(b'\n');
             target.out.append(&path, &bytes)?;
             let project = doc
