@@ -22,6 +22,9 @@ const EXIT_LOSSY: u8 = 3;
 ///   pond convert --from claude-code --to claude-code ~/.claude/projects --out /tmp/copy
 ///   pond convert codex→claude rollout.jsonl -o session.jsonl
 ///   cat rollout.jsonl | pond convert codex:claude - > session.jsonl
+///
+/// A conversion between two harnesses reads on a second thread while it writes, when the
+/// machine has a second processor; POND_THREADS=1 keeps it on one.
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct ConvertArgs {
