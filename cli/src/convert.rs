@@ -16,17 +16,8 @@ const EXIT_USAGE: u8 = 2;
 /// Exit status when `--strict` refused a conversion that lost something.
 const EXIT_LOSSY: u8 = 3;
 
-/// Convert sessions between harness formats.
-///
-/// Examples:
-///   pond convert --from claude-code --to claude-code ~/.claude/projects --out /tmp/copy
-///   pond convert codex→claude rollout.jsonl -o session.jsonl
-///   cat rollout.jsonl | pond convert codex:claude - > session.jsonl
-///
-/// A conversion between two harnesses reads on a second thread while it writes, when the
-/// machine has a second processor; POND_THREADS=1 keeps it on one.
+/// The flags of `pond convert` (its help text is on `Command::Convert` in main.rs).
 #[derive(clap::Args)]
-#[command(verbatim_doc_comment)]
 pub struct ConvertArgs {
     /// The conversion as people say it: `codex→claude`, `codex->claude` or `codex:claude`,
     /// followed by INPUT. Or give INPUT alone with --from/--to.

@@ -45,6 +45,18 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Convert sessions from one harness format to another, with no storage involved.
+    ///
+    /// Examples:
+    ///   pond convert --from claude-code --to claude-code ~/.claude/projects --out /tmp/copy
+    ///   pond convert codex→claude rollout.jsonl -o session.jsonl
+    ///   cat rollout.jsonl | pond convert codex:claude - > session.jsonl
+    ///
+    /// A conversion between two harnesses reads on a second thread while it writes, when the
+    /// machine has a second processor; POND_THREADS=1 keeps it on one.
+    #[command(
+        verbatim_doc_comment,
+        about = "Convert sessions from one harness format to another, with no storage involved"
+    )]
     Convert(convert::ConvertArgs),
     /// List the codecs pond has: name, the brand of sessions it reads, and its faces.
     Codecs,
