@@ -25,7 +25,7 @@
 //! call is not before it. A write that fails is reported by [`ForeignRollout::finish`].
 
 use crate::digest;
-use crate::face::{Target, WriteError, Written};
+use crate::face::{At, Target, WriteError, Written};
 use pond_canonical::{FileData, Message, PartRef, Provenance, Session, Timestamp};
 use serde_json::{Map, Value, json};
 
@@ -151,7 +151,7 @@ impl ForeignRollout {
 
     /// Appends the lines of one message.
     pub(crate) fn message(&mut self, message: &Message, target: &mut Target<'_>) {
-        let at = format!("session {} message {}", self.source, message.id());
+        let at = At::of(&self.source, message).to_string();
         if !message.options().is_empty() && !matches!(message, Message::System(_)) {
             target.losses.record(
                 loss::SOURCE_OPTIONS,

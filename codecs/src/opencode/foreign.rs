@@ -36,7 +36,7 @@
 //!   (`unpaired_tool_result`).
 
 use crate::discover::find_str;
-use crate::face::{Losses, Target, WriteError};
+use crate::face::{At, Losses, Target, WriteError};
 use crate::hold::{Prelude, Streamed};
 use crate::jsonl;
 use pond_canonical::{AssistantPart, FileData, Message, PartRef, Provenance, Session, ToolPart};
@@ -175,7 +175,7 @@ pub(crate) struct ForeignDoc {
 
 impl ForeignDoc {
     fn at(&self, m: &Message) -> String {
-        format!("session {} message {}", self.session.id, m.id())
+        At::of(self.session.id.as_str(), m).to_string()
     }
 
     /// The next (time, counter) on the document's clock: never earlier than the last one.

@@ -37,7 +37,7 @@
 //!   the call ids answered.
 
 use crate::discover::find_str;
-use crate::face::{Losses, Target, WriteError};
+use crate::face::{At, Losses, Target, WriteError};
 use crate::hold::{Prelude, Streamed};
 use pond_canonical::{AssistantPart, FileData, Message, PartRef, Session, Timestamp, ToolPart};
 use serde_json::{Map, Value, json};
@@ -189,7 +189,7 @@ pub(crate) struct ForeignFile {
 
 impl ForeignFile {
     fn at(&self, m: &Message) -> String {
-        format!("session {} message {}", self.session.id, m.id())
+        At::of(self.session.id.as_str(), m).to_string()
     }
 
     fn message(&mut self, m: &Message) {
