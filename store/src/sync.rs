@@ -25,12 +25,14 @@ pub struct ImportSummary {
     pub errors: Vec<String>,
 }
 
-/// Rows per write batch. Every merge scans the target's keys once, so fewer, larger batches cost
-/// less in total (docs/benchmarks.md: 20,000 messages a batch took 30 s for a million messages,
-/// 50,000 took 21 s); what a batch holds is also bounded by its bytes, so the memory in flight
-/// (a batch being built, one queued, one being written) stays bounded whatever the messages carry.
-const FLUSH_MESSAGES: usize = 50_000;
-const FLUSH_PARTS: usize = 150_000;
+/// What one write batch may hold. Every merge scans the target's keys once, so the total cost of a
+/// sync grows with (corpus / batch) x store: fewer, larger batches cost less, and more so the
+/// larger the store (docs/benchmarks.md: at 8M messages, batches bound at 50,000 messages took
+/// 164 s, the same corpus bound by bytes 150 s). The byte bound is what holds a batch's memory
+/// (a batch being built, one queued, one being written), whatever the messages carry; the counts
+/// only stop a batch of very many tiny rows, whose fixed per-row cost the byte count misses.
+const FLUSH_MESSAGES: usize = 200_000;
+const FLUSH_PARTS: usize = 600_000;
 const FLUSH_BYTES: usize = 64 << 20;
 
 enum Chunk {
