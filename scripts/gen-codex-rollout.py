@@ -4,6 +4,7 @@ benchmarks (docs/benchmarks.md).
 
     scripts/gen-codex-rollout.py 200 > /tmp/rollout-200mb.jsonl        # one rollout of >= 200 MB
     scripts/gen-codex-rollout.py --corpus 1000000 /tmp/corpus/codex    # a ~/.codex home of >= 1M messages
+    scripts/gen-codex-rollout.py --corpus 1000000 /tmp/more/codex 8   # another, disjoint (seed 8, not 7)
 
 Each turn is what real rollouts hold: a turn_context, a user message (and its event_msg echo),
 reasoning with encrypted content, a function call with JSON-string arguments and its output, an
@@ -90,8 +91,8 @@ def one_rollout(size_mb):
         r.turn(turn, "/work/app", (80, 2000, 1500, 300))
 
 
-def corpus(messages, root):
-    rng = random.Random(7)
+def corpus(messages, root, seed=7):
+    rng = random.Random(seed)
     total = sessions = 0
     while total < messages:
         sessions += 1
@@ -111,8 +112,8 @@ def corpus(messages, root):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--corpus":
-        corpus(int(sys.argv[2]), sys.argv[3])
+    if len(sys.argv) in (4, 5) and sys.argv[1] == "--corpus":
+        corpus(int(sys.argv[2]), sys.argv[3], *(int(a) for a in sys.argv[4:]))
     elif len(sys.argv) <= 2:
         one_rollout(float(sys.argv[1]) if len(sys.argv) > 1 else 200)
     else:
