@@ -32,18 +32,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 
-/// The shared Lance session's caches, bounded because they are the one part of a sync's memory
-/// that grows with the store rather than with a batch.
-///
-/// A sync's live heap is its batch-bound working set (the rows buffered for the next merge,
-/// bounded in bytes by `sync::FLUSH_BYTES`, and what one merge makes of them: about 400-470 MiB
-/// at peak) plus these caches. Lance's defaults (6 GiB of index pages, 1 GiB of file metadata)
-/// exceed pond's whole budget (peak RSS under 1 GiB for a sync of any size, docs/benchmarks.md).
-/// The metadata cache is what fills during an import: each committed version adds its manifest,
-/// transaction, row-id sequences and file metadata. Under a 128 MiB cap the caches held 62 MB
-/// after 16M messages and were still rising; capped at 32 MiB they stop there, and the import
-/// rate is unchanged within noise. Index pages are read only by search and key lookups, which
-/// keep 128 MiB of them.
+/// The shared Lance session's caches. Lance's defaults (6 GiB of index pages, 1 GiB of file
+/// metadata) exceed pond's whole budget (peak RSS under 1 GiB for a sync of any size). Everything
+/// else a write holds is bounded by the consumer's batch; the metadata cache instead grows with
+/// every committed version (manifest, transaction, row-id sequences, file metadata), so its cap
+/// is what keeps memory flat as the store grows. No index is read while importing; search and
+/// key lookups keep the larger cap. Measured in docs/benchmarks.md ("Lance's caches capped, and
+/// 32M messages"); the choice in docs/decisions.md ("Store writes").
 const INDEX_CACHE_BYTES: usize = 128 << 20;
 const METADATA_CACHE_BYTES: usize = 32 << 20;
 
