@@ -233,6 +233,19 @@ impl Part {
         }
     }
 
+    /// The part, borrowed, as a [`PartRef`].
+    pub fn as_part_ref(&self) -> PartRef<'_> {
+        match self {
+            Self::Text(p) => PartRef::Text(p),
+            Self::Reasoning(p) => PartRef::Reasoning(p),
+            Self::File(p) => PartRef::File(p),
+            Self::ToolCall(p) => PartRef::ToolCall(p),
+            Self::ToolResult(p) => PartRef::ToolResult(p),
+            Self::ToolApprovalRequest(p) => PartRef::ToolApprovalRequest(p),
+            Self::ToolApprovalResponse(p) => PartRef::ToolApprovalResponse(p),
+        }
+    }
+
     fn common(&self) -> (&PartId, &SessionId, &MessageId, Provenance) {
         macro_rules! c {
             ($p:expr) => {

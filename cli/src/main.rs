@@ -9,6 +9,8 @@ mod convert;
 #[cfg(feature = "store")]
 mod get_cmd;
 #[cfg(feature = "store")]
+mod search_cmd;
+#[cfg(feature = "store")]
 mod store_cmd;
 
 /// mimalloc: a conversion allocates and frees many small JSON values; the system allocator
@@ -69,7 +71,7 @@ enum Command {
         #[arg(long = "fixtures", value_name = "DIR")]
         fixtures: Vec<std::path::PathBuf>,
     },
-    /// Print the JSON Schema of the canonical model (spec 7.2).
+    /// Print a JSON Schema: the canonical model, or a wire request or response (spec 7.2).
     Schema {
         /// Which document to describe.
         #[arg(value_enum, default_value_t = SchemaKind::Session)]
@@ -85,6 +87,9 @@ enum Command {
     /// Row counts, dataset versions, embedding coverage and index health of the store.
     #[cfg(feature = "store")]
     Status(store_cmd::StatusArgs),
+    /// Search the stored messages (BM25 over character n-grams, any language), best sessions first.
+    #[cfg(feature = "store")]
+    Search(search_cmd::SearchArgs),
     /// Show a stored session a page at a time, or one message with the messages around it.
     #[cfg(feature = "store")]
     Get(get_cmd::GetArgs),
@@ -110,6 +115,15 @@ enum SchemaKind {
     Session,
     /// One `pond_ingest` event: a session, a message head or a part, tagged by `kind`.
     Event,
+    /// A `pond_search` request.
+    #[cfg(feature = "store")]
+    SearchRequest,
+    /// A `pond_search` response.
+    #[cfg(feature = "store")]
+    SearchResponse,
+    /// The error body every operation may answer with (spec 7.4).
+    #[cfg(feature = "store")]
+    Error,
 }
 
 /// The verbs that write the store return freed memory to the system at once. mimalloc's default
@@ -156,11 +170,19 @@ fn main() -> ExitCode {
         }
         #[cfg(feature = "store")]
         Command::Get(args) => get_cmd::run(args, cli.json),
+        #[cfg(feature = "store")]
+        Command::Search(args) => search_cmd::run(args, cli.json),
         Command::Conformance { fixtures } => conformance(fixtures, cli.json),
         Command::Schema { kind } => {
             let schema = match kind {
                 SchemaKind::Session => pond_canonical::schema::session_log_schema(),
                 SchemaKind::Event => pond_canonical::schema::wire_event_schema(),
+                #[cfg(feature = "store")]
+                SchemaKind::SearchRequest => pond_server::schema::search_request(),
+                #[cfg(feature = "store")]
+                SchemaKind::SearchResponse => pond_server::schema::search_response(),
+                #[cfg(feature = "store")]
+                SchemaKind::Error => pond_server::schema::error_body(),
             };
             println!(
                 "{}",

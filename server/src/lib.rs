@@ -1,8 +1,20 @@
 //! # pond-server
 //!
-//! The transports of spec section 7: an HTTP+JSON API (axum) and an MCP server (rmcp), thin
-//! dispatchers over one set of transport-agnostic handlers.
+//! The handlers of spec section 7 and, in front of them, the transports: an HTTP+JSON API (axum)
+//! and an MCP server (rmcp).
 //!
-//! Not built yet: the crate exists so the workspace has its final shape and its dependency
-//! direction (server on canonical and store, never the reverse) is fixed from the start. The
-//! handlers land after the store, on which they depend.
+//! A handler is a plain async function from a request value to a response value
+//! ([`search::pond_search`]); it cannot tell which transport, or the CLI, called it (spec 7.1).
+//! The request and response types here are the wire schema: serde types whose JSON Schema
+//! ([`schema`]) is generated from them, so the published schema is exactly what is parsed.
+//! Every failure is one [`error::PondError`] of the closed set of spec 7.4. Which namespaces exist
+//! and which store each maps to is decided in one place, [`envelope::Pond::namespace`]
+//! (wire-namespace-resolution).
+
+pub mod envelope;
+pub mod error;
+pub mod schema;
+pub mod search;
+
+pub use envelope::{PROTOCOL_VERSION, Pond, decode};
+pub use error::{ErrorBody, ErrorCode, PondError};

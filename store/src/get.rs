@@ -413,22 +413,34 @@ fn join_text(m: &Message, keep: impl Fn(&PartRef<'_>) -> bool) -> Option<String>
 
 /// A message's parts counted by type, with the tools they call or answer.
 pub fn summary(m: &Message) -> PartsSummary {
+    summary_of(m.part_refs())
+}
+
+/// The summary of some parts (one message's, in order).
+pub fn summary_of<'a>(parts: impl IntoIterator<Item = PartRef<'a>>) -> PartsSummary {
     let mut s = PartsSummary::default();
-    for p in m.part_refs() {
-        *s.kinds.entry(p.kind()).or_insert(0) += 1;
-        if p.provenance() == Provenance::Injected {
-            s.injected += 1;
-        }
+    for p in parts {
         let tool = match p {
             PartRef::ToolCall(c) => Some(c.name.as_str()),
             PartRef::ToolResult(r) => r.name.as_ref().map(|n| n.as_str()),
             _ => None,
         };
-        if let Some(t) = tool
-            && !s.tools.iter().any(|x| x == t)
-        {
-            s.tools.push(t.to_owned());
-        }
+        s.add(p.kind(), p.provenance(), tool);
     }
     s
+}
+
+impl PartsSummary {
+    /// Counts one part: its `type`, its provenance, and the tool it calls or answers.
+    pub fn add(&mut self, kind: &'static str, provenance: Provenance, tool: Option<&str>) {
+        *self.kinds.entry(kind).or_insert(0) += 1;
+        if provenance == Provenance::Injected {
+            self.injected += 1;
+        }
+        if let Some(t) = tool
+            && !self.tools.iter().any(|x| x == t)
+        {
+            self.tools.push(t.to_owned());
+        }
+    }
 }

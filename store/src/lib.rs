@@ -2,12 +2,14 @@
 //!
 //! The durable half of pond (spec sections 3 and 5): the generic Lance storage [`substrate`] and
 //! the [`sessions`] datasets built on it: the import stage of `pond sync` ([`sync`]), paged
-//! reads ([`get`]), restore ([`restore`]) and `.pond` archives ([`archive`]).
+//! reads ([`get`]), full-text [`search`], restore ([`restore`]) and `.pond` archives
+//! ([`archive`]).
 //! This is the only crate that depends on Lance.
 
 pub mod archive;
 pub mod get;
 pub mod restore;
+pub mod search;
 pub mod sessions;
 pub mod substrate;
 pub mod sync;

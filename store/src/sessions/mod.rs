@@ -79,7 +79,8 @@ pub struct IndexUpdate {
     pub seconds: f64,
 }
 
-fn sql_quote(s: &str) -> String {
+/// `s` as a SQL string literal.
+pub(crate) fn sql_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 

@@ -244,16 +244,13 @@ impl RowBuffer {
 }
 
 /// Reads a UTF-8 column value, `None` for null. Lance may hand a JSON column back as Utf8 or
-/// LargeUtf8; both read here.
+/// LargeUtf8 (or JSONB bytes); all read here.
 pub fn string_at(col: &dyn Array, i: usize) -> Option<String> {
+    if let Some(s) = crate::substrate::str_at(col, i) {
+        return Some(s.to_owned());
+    }
     if col.is_null(i) {
         return None;
-    }
-    if let Some(a) = col.as_string_opt::<i32>() {
-        return Some(a.value(i).to_owned());
-    }
-    if let Some(a) = col.as_string_opt::<i64>() {
-        return Some(a.value(i).to_owned());
     }
     if let Some(a) = col.as_binary_opt::<i64>() {
         return Some(String::from_utf8_lossy(a.value(i)).into_owned());

@@ -152,34 +152,47 @@ pub fn all() -> [&'static TableSpec; 3] {
     [&SESSIONS, &MESSAGES, &PARTS]
 }
 
-/// The indexes `pond sync`'s update-indexes stage keeps, per table (spec 3.7 and 8): BM25 over
-/// character 3- to 5-grams of `search_text` (search-language-neutral-index), and a BTree on
-/// `session_id` for the per-session reads of `pond get` and `pond restore`.
-pub fn indexes() -> [(&'static TableSpec, IndexSpec); 3] {
+/// The full-text index of `messages` (spec 8): BM25 over character 3- to 5-grams of
+/// `search_text`, alike for every language (search-language-neutral-index).
+pub const SEARCH_TEXT_INDEX: IndexSpec = IndexSpec {
+    name: "messages_search_text_fts",
+    column: "search_text",
+    kind: IndexKind::Ngram { min: 3, max: 5 },
+};
+
+/// The indexes `pond sync`'s update-indexes stage keeps, per table (spec 3.7, 5.1 and 8): the
+/// full-text index; the scalar indexes every search filter pushes down into
+/// (search-prefilter-pushdown): `project` (a BTree: equality and prefix), `source_agent` and
+/// `role` (bitmaps: a few distinct values), `timestamp` (a BTree: ranges), `session_id` (a
+/// BTree, which also serves the per-session reads of `pond get` and `pond restore`); and a BTree
+/// on `parts.session_id` for those reads.
+pub fn indexes() -> [(&'static TableSpec, IndexSpec); 7] {
+    let scalar = |name, column, kind| IndexSpec { name, column, kind };
     [
+        (&MESSAGES, SEARCH_TEXT_INDEX),
         (
             &MESSAGES,
-            IndexSpec {
-                name: "messages_search_text_fts",
-                column: "search_text",
-                kind: IndexKind::Ngram { min: 3, max: 5 },
-            },
+            scalar("messages_session_id", "session_id", IndexKind::BTree),
         ),
         (
             &MESSAGES,
-            IndexSpec {
-                name: "messages_session_id",
-                column: "session_id",
-                kind: IndexKind::BTree,
-            },
+            scalar("messages_project", "project", IndexKind::BTree),
+        ),
+        (
+            &MESSAGES,
+            scalar("messages_source_agent", "source_agent", IndexKind::Bitmap),
+        ),
+        (
+            &MESSAGES,
+            scalar("messages_role", "role", IndexKind::Bitmap),
+        ),
+        (
+            &MESSAGES,
+            scalar("messages_timestamp", "timestamp", IndexKind::BTree),
         ),
         (
             &PARTS,
-            IndexSpec {
-                name: "parts_session_id",
-                column: "session_id",
-                kind: IndexKind::BTree,
-            },
+            scalar("parts_session_id", "session_id", IndexKind::BTree),
         ),
     ]
 }

@@ -2,9 +2,10 @@
 //! one place an index is built or folded, run by the `update-indexes` stage of `pond sync`.
 //!
 //! The fold follows the index family, as the spec's table says: a BTree is rebuilt from scratch
-//! (`create_index(replace=true)`), an inverted (full-text) index is folded incrementally
-//! (`optimize_indices(append)`). An index that already covers every row is left alone: merges
-//! only ever add fragments, so "no unindexed rows" means no write touched its column since.
+//! (`create_index(replace=true)`), a bitmap and an inverted (full-text) index are folded
+//! incrementally (`optimize_indices(append)`). An index that already covers every row is left
+//! alone: merges only ever add fragments, so "no unindexed rows" means no write touched its
+//! column since.
 
 use super::{Handle, StoreError, Substrate, TableSpec};
 use lance::dataset::Dataset;
@@ -19,8 +20,10 @@ use std::time::Instant;
 /// What kind of index, with its build parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexKind {
-    /// A scalar BTree (equality and range filters).
+    /// A scalar BTree: equality, ranges, and prefixes (`starts_with`) of strings.
     BTree,
+    /// A scalar bitmap: equality on a column of few distinct values.
+    Bitmap,
     /// A BM25 inverted index over character n-grams of `min..=max` characters, the same for every
     /// language (search-language-neutral-index).
     Ngram { min: u32, max: u32 },
@@ -30,7 +33,26 @@ impl IndexKind {
     fn name(self) -> &'static str {
         match self {
             Self::BTree => "btree",
+            Self::Bitmap => "bitmap",
             Self::Ngram { .. } => "inverted_ngram",
+        }
+    }
+
+    /// The inverted index's parameters, for an n-gram index: the one definition both the index
+    /// build and the analysis of a query use, so a query is cut into grams exactly as the text
+    /// was (search-language-neutral-index: no stemming, no stop words, nothing keyed to one
+    /// language; lower case and ASCII folding apply to every script alike).
+    pub fn inverted_params(self) -> Option<InvertedIndexParams> {
+        match self {
+            Self::Ngram { min, max } => Some(
+                InvertedIndexParams::default()
+                    .base_tokenizer("ngram".to_owned())
+                    .ngram_min_length(min)
+                    .ngram_max_length(max)
+                    .ngram_prefix_only(false)
+                    .max_token_length(None),
+            ),
+            Self::BTree | Self::Bitmap => None,
         }
     }
 }
@@ -57,7 +79,7 @@ pub enum IndexAction {
     Created,
     /// Rebuilt from scratch (BTree).
     Rebuilt,
-    /// New rows folded in (inverted).
+    /// New rows folded in (bitmap, inverted).
     Folded,
 }
 
@@ -120,7 +142,7 @@ impl Substrate {
         let action = match (index.kind, existing) {
             (_, None) => IndexAction::Created,
             (IndexKind::BTree, Some(_)) => IndexAction::Rebuilt,
-            (IndexKind::Ngram { .. }, Some(_)) => IndexAction::Folded,
+            (IndexKind::Bitmap | IndexKind::Ngram { .. }, Some(_)) => IndexAction::Folded,
         };
         let updated = self
             .retry
@@ -147,33 +169,35 @@ impl Substrate {
 
 async fn apply(d: &mut Dataset, index: &IndexSpec, action: IndexAction) -> lance::Result<()> {
     let columns = [index.column];
+    let name = Some(index.name.to_owned());
     match (index.kind, action) {
-        (IndexKind::Ngram { .. }, IndexAction::Folded) => {
+        (IndexKind::Bitmap | IndexKind::Ngram { .. }, IndexAction::Folded) => {
             let options = OptimizeOptions::append().index_names(vec![index.name.to_owned()]);
             d.optimize_indices(&options).await
         }
-        (IndexKind::Ngram { min, max }, _) => {
-            let params = InvertedIndexParams::default()
-                .base_tokenizer("ngram".to_owned())
-                .ngram_min_length(min)
-                .ngram_max_length(max)
-                .ngram_prefix_only(false)
-                .max_token_length(None);
-            d.create_index(
-                &columns,
-                IndexType::Inverted,
-                Some(index.name.to_owned()),
-                &params,
-                true,
-            )
-            .await
-            .map(drop)
+        (kind @ IndexKind::Ngram { .. }, _) => {
+            let params = kind
+                .inverted_params()
+                .expect("an n-gram index has inverted params");
+            d.create_index(&columns, IndexType::Inverted, name, &params, true)
+                .await
+                .map(drop)
         }
         (IndexKind::BTree, _) => d
             .create_index(
                 &columns,
                 IndexType::BTree,
-                Some(index.name.to_owned()),
+                name,
+                &ScalarIndexParams::default(),
+                true,
+            )
+            .await
+            .map(drop),
+        (IndexKind::Bitmap, _) => d
+            .create_index(
+                &columns,
+                IndexType::Bitmap,
+                name,
                 &ScalarIndexParams::default(),
                 true,
             )

@@ -3,7 +3,8 @@
 //! A consumer declares its tables ([`TableSpec`]) and stores and queries rows through the four
 //! chokepoints of lance-chokepoints, each one code path in this module:
 //! - catalog: [`Substrate::location`] is the only place a table's URI is made;
-//! - read: [`Substrate::scan`] is the only place scans are built (filters pushed down);
+//! - read: [`Substrate::scan`] is the only place scans are built (filters pushed down), and
+//!   [`Substrate::full_text_search`] the only place searches are (filters as prefilters);
 //! - write: [`Substrate::merge_insert`] is the only write, and it never folds indexes;
 //! - storage: every byte goes through Lance's object-store layer (URIs, never local paths).
 //!
@@ -14,10 +15,12 @@
 mod dedup;
 mod index;
 mod retry;
+mod search;
 mod snapshot;
 
 pub use index::{IndexAction, IndexKind, IndexSpec, IndexStatus};
 pub use retry::RetryPolicy;
+pub use search::{FullTextRequest, TermStats, TextAnalyzer, str_at};
 pub use snapshot::BatchStream;
 
 use arrow_array::{RecordBatch, RecordBatchIterator};
@@ -275,6 +278,49 @@ impl Substrate {
                     .await
             })
             .await
+    }
+
+    /// lance-chokepoints-read, streaming: folds every batch of a scan of `spec` into a state
+    /// made by `init`, holding one batch at a time. A retried attempt starts again from `init()`,
+    /// so nothing is counted twice.
+    pub async fn scan_fold<S>(
+        &self,
+        spec: &TableSpec,
+        configure: impl Fn(&mut Scanner) -> lance::Result<()>,
+        init: impl Fn() -> S,
+        mut fold: impl FnMut(&mut S, &RecordBatch),
+    ) -> Result<S, StoreError> {
+        use futures::StreamExt;
+        let Some(ds) = self.dataset(spec).await? else {
+            return Ok(init());
+        };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut state = init();
+            let run = async {
+                let mut scanner = ds.scan();
+                configure(&mut scanner)?;
+                let mut stream = scanner.try_into_stream().await?;
+                while let Some(batch) = stream.next().await {
+                    fold(&mut state, &batch?);
+                }
+                lance::Result::Ok(())
+            };
+            match run.await {
+                Ok(()) => return Ok(state),
+                Err(e) if retry::is_transient(&e) && attempt < self.retry.attempts => {
+                    self.retry.pause(attempt).await
+                }
+                Err(e) => {
+                    return Err(StoreError::Unavailable {
+                        table: spec.name.to_owned(),
+                        attempts: attempt,
+                        detail: e.to_string(),
+                    });
+                }
+            }
+        }
     }
 
     /// lance-chokepoints-write: merge-inserts `batches` into `spec` on its primary key; rows whose

@@ -1,0 +1,143 @@
+//! The ranking step: each candidate scored with every term of the query by Lance's own BM25
+//! (its `MemBM25Scorer`: k1 = 1.2, b = 0.75, idf = ln(1 + (N − df + 0.5) / (df + 0.5))), from the
+//! corpus statistics of the index ([`crate::substrate::Substrate::term_stats`]). The score is the
+//! one Lance gives the row for the whole query; only which rows get scored is pond's choice.
+
+use super::query::AnalyzedQuery;
+use crate::substrate::{TermStats, TextAnalyzer};
+use lance_index::scalar::inverted::{MemBM25Scorer, Scorer};
+use std::collections::HashMap;
+
+/// Scores texts against one query.
+pub struct Ranker {
+    scorer: MemBM25Scorer,
+    /// Term -> its position in `weights`.
+    position: HashMap<String, usize>,
+    /// Per query term, its BM25 weight (idf; zero for a term no row holds).
+    weights: Vec<f32>,
+    /// Per query term, whether the recall step asks for it.
+    recall: Vec<bool>,
+}
+
+/// A document's score, and whether it holds one of the recall step's terms (which is what
+/// makes it a candidate).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scored {
+    pub score: f32,
+    pub recalled: bool,
+}
+
+/// The number of terms the n-gram analysis makes of a text of `chars` characters: one gram of
+/// each length `min..=max` at every position it fits.
+pub fn ngram_count(chars: u64, min: u32, max: u32) -> u64 {
+    (min..=max)
+        .map(|n| chars.saturating_sub(u64::from(n) - 1))
+        .sum()
+}
+
+impl Ranker {
+    /// A ranker for `query`, whose terms' statistics are `stats` (in `query.terms` order);
+    /// `recall` are the terms the recall step asks for.
+    pub fn new(query: &AnalyzedQuery, stats: &TermStats, recall: &[&str]) -> Self {
+        let token_docs: HashMap<String, usize> = query
+            .terms
+            .iter()
+            .zip(&stats.document_frequency)
+            .map(|(t, df)| (t.clone(), *df as usize))
+            .collect();
+        let scorer = MemBM25Scorer::new(stats.terms, stats.documents as usize, token_docs);
+        let weights = query.terms.iter().map(|t| scorer.query_weight(t)).collect();
+        let position = query
+            .terms
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), i))
+            .collect();
+        let recall = query
+            .terms
+            .iter()
+            .map(|t| recall.contains(&t.as_str()))
+            .collect();
+        Self {
+            scorer,
+            position,
+            weights,
+            recall,
+        }
+    }
+
+    /// The BM25 score of a document. `text` is the document, or its first characters when it is
+    /// longer than pond reads for ranking; `length` is then the number of terms of the whole
+    /// document, which BM25's length normalisation needs.
+    pub fn score(&self, analyzer: &mut TextAnalyzer, text: &str, length: Option<u64>) -> Scored {
+        let mut freq = vec![0u32; self.weights.len()];
+        let mut counted = 0u64;
+        analyzer.document_terms(text, |term| {
+            counted += 1;
+            if let Some(&i) = self.position.get(term) {
+                freq[i] += 1;
+            }
+        });
+        let length = length.unwrap_or(counted).min(u64::from(u32::MAX)) as u32;
+        let mut score = 0.0f32;
+        let mut recalled = false;
+        for (i, f) in freq.iter().enumerate() {
+            if *f > 0 {
+                score += self.weights[i] * self.scorer.doc_weight(*f, length);
+                recalled |= self.recall[i];
+            }
+        }
+        Scored { score, recalled }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::substrate::IndexKind;
+
+    #[test]
+    fn the_gram_count_is_what_the_analyzer_makes() {
+        let mut a = TextAnalyzer::for_index(IndexKind::Ngram { min: 3, max: 5 }).unwrap();
+        for text in [
+            "",
+            "ab",
+            "abc",
+            "abcd",
+            "Straße und 数据库 ok",
+            "x".repeat(1000).as_str(),
+        ] {
+            let mut n = 0u64;
+            a.document_terms(text, |_| n += 1);
+            assert_eq!(
+                n,
+                ngram_count(text.chars().count() as u64, 3, 5),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn rarer_terms_and_more_matches_score_higher() {
+        let mut a = TextAnalyzer::for_index(IndexKind::Ngram { min: 3, max: 5 }).unwrap();
+        let q = AnalyzedQuery::new(&mut a, "zebra");
+        let df = |t: &str| if t == "zeb" { 1 } else { 50 };
+        let stats = TermStats {
+            documents: 100,
+            terms: 100 * 60,
+            document_frequency: q.terms.iter().map(|t| df(t)).collect(),
+            ..TermStats::default()
+        };
+        let r = Ranker::new(&q, &stats, &["zeb"]);
+        let full = r.score(&mut a, "a zebra here", None);
+        let part = r.score(&mut a, "a bra here", None);
+        assert!(
+            full.score > part.score && part.score > 0.0,
+            "{full:?} {part:?}"
+        );
+        assert!(full.recalled && !part.recalled);
+        assert_eq!(r.score(&mut a, "nothing alike", None).score, 0.0);
+        // A longer document with the same matches scores lower (length normalisation).
+        assert!(r.score(&mut a, "a zebra here", Some(10_000)).score < full.score);
+    }
+}

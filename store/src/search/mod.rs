@@ -1,0 +1,595 @@
+//! Full-text search over the stored messages (spec 8): the BM25 retriever over `search_text`,
+//! its filters pushed down as prefilters, hits grouped into one result per session root.
+//!
+//! A search runs in two steps ([`query`] says why): Lance's inverted index finds the candidates
+//! that hold the query's rarest grams, among the rows the filters admit; each candidate is then
+//! scored by BM25 over every gram of the query ([`bm25`]). The scores are Lance's BM25 for the
+//! whole query; the candidate pool is what the postings budget bounds.
+//!
+//! The handler (`pond_search`, in `pond-server`) validates a request and shapes the response;
+//! this module finds and ranks. Every Lance call goes through the substrate's read path
+//! (lance-chokepoints-read).
+
+pub mod bm25;
+pub mod query;
+
+use crate::sessions::schema::{MESSAGES, PARTS, SEARCH_TEXT_INDEX};
+use crate::sessions::{SessionStore, rows, sql_quote};
+use crate::substrate::{FullTextRequest, StoreError, TermStats, TextAnalyzer};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Int32Type, Int64Type, UInt64Type};
+use arrow_array::{Array, RecordBatch};
+use bm25::{Ranker, ngram_count};
+use pond_canonical::{Part, Session};
+use query::{AnalyzedQuery, RecallTerm, recall_terms};
+use std::collections::{BTreeMap, HashMap};
+
+/// The full-text retriever through Lance's inverted index.
+pub const FULL_TEXT: &str = "full_text";
+/// The full-text retriever reading every row, before the index exists.
+pub const FULL_TEXT_SCAN: &str = "full_text (scan: no index yet)";
+
+/// The most matches a result carries for its session.
+pub const MATCHES_PER_SESSION: usize = 3;
+
+/// How much of a candidate's text the ranking step reads (characters). A longer message is
+/// scored on its first this-many characters, with its whole length in the BM25 normalisation.
+pub const RANK_CHARS: usize = 64 * 1024;
+
+/// Candidates asked for per result wanted, and the bounds of the pool: enough that `limit`
+/// distinct sessions are usually among them. When they are not and the pool came back full,
+/// it is asked for again, four times as large, up to [`MAX_POOL`].
+const POOL_PER_RESULT: usize = 20;
+const MIN_POOL: usize = 100;
+/// The largest candidate pool.
+pub const MAX_POOL: usize = 4_000;
+
+/// The filters a search applies before it ranks (spec 8, "Filters and ranking").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filters {
+    /// Sessions of exactly this project.
+    pub project: Option<String>,
+    /// Sessions whose project starts with this.
+    pub project_prefix: Option<String>,
+    /// This session and the sessions it spawned.
+    pub session_id: Option<String>,
+    /// Sessions from this harness (`claude-code`, `codex`, ...).
+    pub source_agent: Option<String>,
+    /// Messages of this role.
+    pub role: Option<String>,
+    /// Messages at or after this instant (microseconds since the epoch).
+    pub since_micros: Option<i64>,
+    /// Messages before this instant.
+    pub until_micros: Option<i64>,
+}
+
+/// What to search for.
+#[derive(Debug, Clone)]
+pub struct SearchQuery<'a> {
+    /// The query text, as typed.
+    pub text: &'a str,
+    pub filters: Filters,
+    /// How many sessions to return.
+    pub limit: usize,
+    /// Hits scoring below this are not returned.
+    pub min_score: Option<f32>,
+    /// Also capture Lance's plan of the recall step (`pond search --explain`).
+    pub explain: bool,
+}
+
+/// One matching message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageHit {
+    /// The session the message is in (a sub-agent's, for a hit grouped under its root).
+    pub session_id: String,
+    pub message_id: String,
+    pub role: String,
+    /// The message's timestamp, RFC 3339 as the source wrote it.
+    pub timestamp: String,
+    /// BM25 over every gram of the query.
+    pub score: f32,
+    /// Lance's BM25 over the recall step's grams, by which the message became a candidate.
+    pub recall_score: f32,
+    /// `search_text`, or its first [`RANK_CHARS`] characters.
+    pub text: String,
+    /// The characters of the whole `search_text`.
+    pub text_chars: u64,
+}
+
+/// One result: a root session and its best matches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionGroup {
+    /// The root session (the hit's own session unless it was spawned by a stored one).
+    pub session: Session,
+    /// The best match's score.
+    pub score: f32,
+    /// Its best matches, best first, at most [`MATCHES_PER_SESSION`].
+    pub hits: Vec<MessageHit>,
+}
+
+/// How a search went, for `--explain`.
+#[derive(Debug, Clone, Default)]
+pub struct SearchTrace {
+    /// Distinct grams of the query, each with the rows that hold it.
+    pub terms: Vec<(String, u64)>,
+    /// Rows with text the statistics cover, and their average length in grams.
+    pub documents: u64,
+    pub average_length: f64,
+    /// The grams the recall step asked Lance for, with their postings.
+    pub recall: Vec<RecallTerm>,
+    /// The scalar predicate pushed down as a prefilter.
+    pub filter: Option<String>,
+    /// The candidate pool asked for, and how many came back, per round.
+    pub rounds: Vec<(usize, usize)>,
+    /// Whether the full-text index exists; without it, every row the filters admit was read.
+    pub index_built: bool,
+    /// Lance's `analyze_plan` of the last recall query.
+    pub plan: Option<String>,
+    /// Every returned hit's retriever attribution: (session, message, Lance's recall score,
+    /// BM25 over every gram).
+    pub hits: Vec<HitTrace>,
+}
+
+/// Which retriever produced a hit, with its raw scores (`pond search --explain`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HitTrace {
+    pub session_id: String,
+    pub message_id: String,
+    /// The retriever: [`FULL_TEXT`], or [`FULL_TEXT_SCAN`] before the index is built (the vector
+    /// arm joins them with embeddings).
+    pub retriever: &'static str,
+    /// Lance's BM25 over the recall step's grams.
+    pub recall_score: f32,
+    /// BM25 over every gram of the query: the hit's score.
+    pub score: f32,
+}
+
+/// What a search found.
+#[derive(Debug, Clone, Default)]
+pub struct SearchOutcome {
+    /// Sessions in rank order.
+    pub groups: Vec<SessionGroup>,
+    pub trace: SearchTrace,
+}
+
+impl SessionStore {
+    /// Searches the stored messages: see the module documentation.
+    pub async fn search(&self, q: &SearchQuery<'_>) -> Result<SearchOutcome, StoreError> {
+        let substrate = self.substrate();
+        let mut analyzer = TextAnalyzer::for_index(SEARCH_TEXT_INDEX.kind)?;
+        let query = AnalyzedQuery::new(&mut analyzer, q.text);
+        let stats = substrate
+            .term_stats(&MESSAGES, &SEARCH_TEXT_INDEX, &query.terms)
+            .await?;
+        let df: HashMap<&str, u64> = query
+            .terms
+            .iter()
+            .map(String::as_str)
+            .zip(stats.document_frequency.iter().copied())
+            .collect();
+        let recall = recall_terms(&query, |t| df.get(t).copied().unwrap_or(0));
+        let recall_names: Vec<&str> = recall.iter().map(|r| r.window.term.as_str()).collect();
+        let ranker = Ranker::new(&query, &stats, &recall_names);
+        let filter = self.filter_predicate(&q.filters).await?;
+        let mut trace = SearchTrace {
+            terms: trace_terms(&query, &stats),
+            documents: stats.documents,
+            average_length: stats.terms as f64 / stats.documents.max(1) as f64,
+            recall: recall.clone(),
+            filter: filter.clone(),
+            index_built: stats.index_built,
+            ..SearchTrace::default()
+        };
+        let finish = |groups: Vec<SessionGroup>, mut trace: SearchTrace, retriever| {
+            if q.explain {
+                trace.hits = groups
+                    .iter()
+                    .flat_map(|g| &g.hits)
+                    .map(|h| HitTrace {
+                        session_id: h.session_id.clone(),
+                        message_id: h.message_id.clone(),
+                        retriever,
+                        recall_score: h.recall_score,
+                        score: h.score,
+                    })
+                    .collect();
+            }
+            SearchOutcome { groups, trace }
+        };
+        if recall.is_empty() {
+            // No stored row holds any gram of the query.
+            return Ok(finish(Vec::new(), trace, FULL_TEXT));
+        }
+        if !stats.index_built {
+            // Before the first update-indexes, Lance knows no n-gram analysis for the column:
+            // every row the filters admit is read and ranked here, the same way.
+            let hits = self
+                .flat_candidates(&ranker, &mut analyzer, filter.as_deref(), MAX_POOL)
+                .await?;
+            trace.rounds.push((MAX_POOL, hits.len()));
+            let hits = with_min_score(hits, q.min_score);
+            let groups = self.group(hits, q.limit).await?;
+            return Ok(finish(groups, trace, FULL_TEXT_SCAN));
+        }
+        let mut pool = (q.limit.saturating_mul(POOL_PER_RESULT)).clamp(MIN_POOL, MAX_POOL);
+        loop {
+            let request = FullTextRequest {
+                column: SEARCH_TEXT_INDEX.column,
+                terms: recall.iter().map(|r| r.window.text.clone()).collect(),
+                filter: filter.clone(),
+                limit: pool,
+                projection: candidate_projection(true),
+            };
+            let batches = substrate.full_text_search(&MESSAGES, &request).await?;
+            let mut hits = Vec::new();
+            for b in &batches {
+                hits.extend(candidates(b).map_err(|detail| StoreError::Invalid {
+                    table: MESSAGES.name,
+                    detail,
+                })?);
+            }
+            let found = hits.len();
+            trace.rounds.push((pool, found));
+            for h in &mut hits {
+                h.score = ranker.score(&mut analyzer, &h.text, whole_length(h)).score;
+            }
+            let hits = with_min_score(hits, q.min_score);
+            let groups = self.group(hits, q.limit).await?;
+            if groups.len() >= q.limit || found < pool || pool >= MAX_POOL {
+                if q.explain {
+                    trace.plan = Some(
+                        substrate
+                            .analyze_full_text_search(&MESSAGES, &request)
+                            .await?,
+                    );
+                }
+                return Ok(finish(groups, trace, FULL_TEXT));
+            }
+            pool = (pool * 4).min(MAX_POOL);
+        }
+    }
+
+    /// Without a full-text index: every row the filter admits is read, and those holding one of
+    /// the recall step's grams are candidates, ranked like any others; the best `keep` return.
+    async fn flat_candidates(
+        &self,
+        ranker: &Ranker,
+        analyzer: &mut TextAnalyzer,
+        filter: Option<&str>,
+        keep: usize,
+    ) -> Result<Vec<MessageHit>, StoreError> {
+        let projection = candidate_projection(false);
+        let filter = match filter {
+            Some(f) => format!("search_text IS NOT NULL AND {f}"),
+            None => "search_text IS NOT NULL".to_owned(),
+        };
+        let mut fault = None;
+        let mut hits = self
+            .substrate()
+            .scan_fold(
+                &MESSAGES,
+                |s| {
+                    s.filter(&filter)?;
+                    let p: Vec<(&str, &str)> = projection
+                        .iter()
+                        .map(|(n, e)| (n.as_str(), e.as_str()))
+                        .collect();
+                    s.project_with_transform(&p)?;
+                    Ok(())
+                },
+                Vec::new,
+                |kept: &mut Vec<MessageHit>, batch| {
+                    let rows = match candidates(batch) {
+                        Ok(rows) => rows,
+                        Err(e) => {
+                            fault.get_or_insert(e);
+                            return;
+                        }
+                    };
+                    for mut h in rows {
+                        let scored = ranker.score(analyzer, &h.text, whole_length(&h));
+                        if scored.recalled {
+                            h.score = scored.score;
+                            kept.push(h);
+                        }
+                    }
+                    if kept.len() > 2 * keep {
+                        best_first(kept);
+                        kept.truncate(keep);
+                    }
+                },
+            )
+            .await?;
+        if let Some(detail) = fault {
+            return Err(StoreError::Invalid {
+                table: MESSAGES.name,
+                detail,
+            });
+        }
+        best_first(&mut hits);
+        hits.truncate(keep);
+        Ok(hits)
+    }
+
+    /// The filters as one SQL predicate over `messages` (None when there are none). Every
+    /// column it names has a scalar index (`schema::indexes`), so the prefilter is an index
+    /// lookup, not a scan (search-prefilter-pushdown).
+    async fn filter_predicate(&self, f: &Filters) -> Result<Option<String>, StoreError> {
+        let mut clauses = Vec::new();
+        if let Some(p) = &f.project {
+            clauses.push(format!("project = {}", sql_quote(p)));
+        }
+        if let Some(p) = &f.project_prefix {
+            clauses.push(format!("starts_with(project, {})", sql_quote(p)));
+        }
+        if let Some(id) = &f.session_id {
+            // The session and the sub-agents it spawned: their hits are its hits.
+            let mut ids: Vec<String> = self
+                .session_and_children(id)
+                .await?
+                .into_iter()
+                .map(|s| s.id.to_string())
+                .collect();
+            if !ids.contains(id) {
+                ids.push(id.clone());
+            }
+            ids.sort();
+            let list: Vec<String> = ids.iter().map(|i| sql_quote(i)).collect();
+            clauses.push(format!("session_id IN ({})", list.join(", ")));
+        }
+        if let Some(a) = &f.source_agent {
+            clauses.push(format!("source_agent = {}", sql_quote(a)));
+        }
+        if let Some(r) = &f.role {
+            clauses.push(format!("role = {}", sql_quote(r)));
+        }
+        let instant =
+            |micros: i64| format!("arrow_cast({micros}, 'Timestamp(Microsecond, Some(\"UTC\"))')");
+        if let Some(t) = f.since_micros {
+            clauses.push(format!("timestamp >= {}", instant(t)));
+        }
+        if let Some(t) = f.until_micros {
+            clauses.push(format!("timestamp < {}", instant(t)));
+        }
+        Ok((!clauses.is_empty()).then(|| clauses.join(" AND ")))
+    }
+
+    /// Groups ranked hits by session root (spec 8, intra-arm dedup by `session_root`): the best
+    /// `limit` groups by their best hit, each with its best [`MATCHES_PER_SESSION`] hits.
+    async fn group(
+        &self,
+        mut hits: Vec<MessageHit>,
+        limit: usize,
+    ) -> Result<Vec<SessionGroup>, StoreError> {
+        best_first(&mut hits);
+        let mut ids: Vec<String> = hits.iter().map(|h| h.session_id.clone()).collect();
+        ids.sort();
+        ids.dedup();
+        let mut sessions = self.sessions_by_id(&ids).await?;
+        let parents: Vec<String> = sessions
+            .values()
+            .filter_map(|s| s.parent_session_id.as_ref().map(ToString::to_string))
+            .filter(|p| !sessions.contains_key(p))
+            .collect();
+        sessions.extend(self.sessions_by_id(&parents).await?);
+        let root_of = |id: &str| -> Option<&Session> {
+            let s = sessions.get(id)?;
+            match s
+                .parent_session_id
+                .as_ref()
+                .and_then(|p| sessions.get(p.as_str()))
+            {
+                Some(parent) => Some(parent),
+                None => Some(s),
+            }
+        };
+        let mut groups: Vec<SessionGroup> = Vec::new();
+        let mut at: HashMap<String, usize> = HashMap::new();
+        for hit in hits {
+            // A message whose session row is missing cannot be shown with its session; it is
+            // a store fault surfaced by `pond status`, never a reason to drop the others.
+            let Some(root) = root_of(&hit.session_id) else {
+                continue;
+            };
+            let root_id = root.id.to_string();
+            match at.get(&root_id) {
+                Some(&i) => {
+                    if groups[i].hits.len() < MATCHES_PER_SESSION {
+                        groups[i].hits.push(hit);
+                    }
+                }
+                None => {
+                    if groups.len() == limit {
+                        continue;
+                    }
+                    at.insert(root_id, groups.len());
+                    groups.push(SessionGroup {
+                        session: root.clone(),
+                        score: hit.score,
+                        hits: vec![hit],
+                    });
+                }
+            }
+        }
+        Ok(groups)
+    }
+
+    /// The stored sessions with these ids, by id.
+    pub async fn sessions_by_id(
+        &self,
+        ids: &[String],
+    ) -> Result<BTreeMap<String, Session>, StoreError> {
+        let mut out = BTreeMap::new();
+        for chunk in ids.chunks(1_000) {
+            let list: Vec<String> = chunk.iter().map(|i| sql_quote(i)).collect();
+            let filter = format!("id IN ({})", list.join(", "));
+            let batches = self
+                .substrate()
+                .scan(&crate::sessions::schema::SESSIONS, |s| {
+                    s.filter(&filter)?;
+                    Ok(())
+                })
+                .await?;
+            for b in &batches {
+                for s in rows::sessions_from(b).map_err(|detail| StoreError::Invalid {
+                    table: "sessions",
+                    detail,
+                })? {
+                    out.insert(s.id.to_string(), s);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The parts of some messages, by (session id, message id), in ordinal order: what a search
+    /// hit's `parts_summary` is made from. The payloads are not read.
+    pub async fn parts_of(
+        &self,
+        messages: &[(String, String)],
+    ) -> Result<HashMap<(String, String), Vec<Part>>, StoreError> {
+        let mut out: HashMap<(String, String), Vec<(i32, Part)>> = HashMap::new();
+        if messages.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut sessions: Vec<&str> = messages.iter().map(|(s, _)| s.as_str()).collect();
+        sessions.sort();
+        sessions.dedup();
+        let list: Vec<String> = sessions.iter().map(|s| sql_quote(s)).collect();
+        let filter = format!("session_id IN ({})", list.join(", "));
+        let wanted: std::collections::HashSet<&(String, String)> = messages.iter().collect();
+        let batches = self
+            .substrate()
+            .scan(&PARTS, |s| {
+                s.filter(&filter)?;
+                s.project(&[
+                    "session_id",
+                    "message_id",
+                    "id",
+                    "ordinal",
+                    "type",
+                    "provenance",
+                    "variant_data",
+                    "options",
+                ])?;
+                Ok(())
+            })
+            .await?;
+        for b in &batches {
+            for p in rows::part_rows(b).map_err(|detail| StoreError::Invalid {
+                table: "parts",
+                detail,
+            })? {
+                let key = (p.session_id.clone(), p.message_id.clone());
+                if !wanted.contains(&key) {
+                    continue;
+                }
+                let part: Part = serde_json::from_value(serde_json::Value::Object(p.json))
+                    .map_err(|e| StoreError::Invalid {
+                        table: "parts",
+                        detail: format!("stored part of {}/{}: {e}", key.0, key.1),
+                    })?;
+                out.entry(key).or_default().push((p.ordinal, part));
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|(k, mut v)| {
+                v.sort_by_key(|(o, _)| *o);
+                (k, v.into_iter().map(|(_, p)| p).collect())
+            })
+            .collect())
+    }
+}
+
+fn trace_terms(query: &AnalyzedQuery, stats: &TermStats) -> Vec<(String, u64)> {
+    query
+        .terms
+        .iter()
+        .cloned()
+        .zip(stats.document_frequency.iter().copied())
+        .collect()
+}
+
+/// The columns a candidate is read with: what the ranking and the hit payload need, the text
+/// bounded to [`RANK_CHARS`] characters; Lance's `_score` from a full-text query.
+fn candidate_projection(scored: bool) -> Vec<(String, String)> {
+    let mut columns = vec![
+        ("session_id", "session_id".to_owned()),
+        ("id", "id".to_owned()),
+        ("role", "role".to_owned()),
+        ("timestamp_text", "timestamp_text".to_owned()),
+        ("text", format!("left(search_text, {RANK_CHARS})")),
+        ("text_chars", "character_length(search_text)".to_owned()),
+    ];
+    if scored {
+        columns.push(("_score", "_score".to_owned()));
+    }
+    columns
+        .into_iter()
+        .map(|(n, e)| (n.to_owned(), e))
+        .collect()
+}
+
+/// The whole text's length in grams, when the candidate's text is only its first characters.
+fn whole_length(h: &MessageHit) -> Option<u64> {
+    (h.text_chars > h.text.chars().count() as u64).then(|| ngram_count(h.text_chars, 3, 5))
+}
+
+/// Best score first; ties in (session, message) order, so a ranking is reproducible.
+fn best_first(hits: &mut [MessageHit]) {
+    hits.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.session_id.cmp(&b.session_id))
+            .then_with(|| a.message_id.cmp(&b.message_id))
+    });
+}
+
+fn with_min_score(mut hits: Vec<MessageHit>, min: Option<f32>) -> Vec<MessageHit> {
+    if let Some(min) = min {
+        hits.retain(|h| h.score >= min);
+    }
+    hits
+}
+
+fn candidates(b: &RecordBatch) -> Result<Vec<MessageHit>, String> {
+    let col = |name: &str| {
+        b.column_by_name(name)
+            .ok_or_else(|| format!("column {name} missing from a search result"))
+    };
+    let text = |name: &str, i: usize| -> Result<String, String> {
+        Ok(rows::string_at(col(name)?.as_ref(), i).unwrap_or_default())
+    };
+    let scores = match b.column_by_name("_score") {
+        Some(c) => Some(
+            c.as_primitive_opt::<Float32Type>()
+                .ok_or("_score is not Float32")?,
+        ),
+        None => None,
+    };
+    let chars = col("text_chars")?;
+    let mut out = Vec::with_capacity(b.num_rows());
+    for i in 0..b.num_rows() {
+        let text_chars = if let Some(a) = chars.as_primitive_opt::<Int32Type>() {
+            a.value(i).max(0) as u64
+        } else if let Some(a) = chars.as_primitive_opt::<Int64Type>() {
+            a.value(i).max(0) as u64
+        } else if let Some(a) = chars.as_primitive_opt::<UInt64Type>() {
+            a.value(i)
+        } else {
+            return Err(format!("text_chars is {}", chars.data_type()));
+        };
+        out.push(MessageHit {
+            session_id: text("session_id", i)?,
+            message_id: text("id", i)?,
+            role: text("role", i)?,
+            timestamp: text("timestamp_text", i)?,
+            score: 0.0,
+            recall_score: scores.map_or(0.0, |s| s.value(i)),
+            text: text("text", i)?,
+            text_chars,
+        });
+    }
+    Ok(out)
+}

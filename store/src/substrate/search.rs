@@ -1,0 +1,335 @@
+//! The read path's full-text half (lance-chokepoints-read): BM25 queries against an inverted
+//! index with their scalar filters pushed down as a prefilter (search-prefilter-pushdown), the
+//! corpus statistics of a set of terms, and the analysis that cuts text into an index's terms.
+//!
+//! Nothing here knows what the rows are; a consumer names the table, the index and the terms.
+
+use super::{IndexKind, IndexSpec, StoreError, Substrate, TableSpec};
+use arrow_array::{Array, RecordBatch};
+use lance::dataset::scanner::Scanner;
+use lance::index::{DatasetIndexExt, DatasetIndexInternalExt};
+use lance_index::metrics::NoOpMetricsCollector;
+use lance_index::scalar::FullTextSearchQuery;
+use lance_index::scalar::inverted::InvertedIndex;
+use lance_index::scalar::inverted::query::{BooleanQuery, FtsQuery, MatchQuery, Occur};
+use lance_index::scalar::inverted::tokenizer::document_tokenizer::LanceTokenizer;
+use lance_tokenizer::TokenStream;
+use std::collections::{HashMap, HashSet};
+
+/// Cuts text into the terms of an inverted index exactly as the index cut its documents: the
+/// same Lance tokenizer, built from the same parameters ([`IndexKind::inverted_params`]).
+pub struct TextAnalyzer {
+    tokenizer: Box<dyn LanceTokenizer>,
+}
+
+impl TextAnalyzer {
+    /// The analyzer of an index of `kind` (only inverted indexes have one).
+    pub fn for_index(kind: IndexKind) -> Result<Self, StoreError> {
+        let invalid = |detail: String| StoreError::Invalid {
+            table: "analyzer",
+            detail,
+        };
+        let params = kind
+            .inverted_params()
+            .ok_or_else(|| invalid(format!("a {kind:?} index has no text analysis")))?;
+        let tokenizer = params.build().map_err(|e| invalid(e.to_string()))?;
+        Ok(Self { tokenizer })
+    }
+
+    /// Every term of a document, in order, repeats included (a term's count in the document is
+    /// its BM25 term frequency; their number is the document's length).
+    pub fn document_terms(&mut self, text: &str, mut each: impl FnMut(&str)) {
+        let mut stream = self.tokenizer.token_stream_for_doc(text);
+        while stream.advance() {
+            each(&stream.token().text);
+        }
+    }
+
+    /// The terms Lance searches for when given `text` as a query, in order, repeats included.
+    pub fn query_terms(&mut self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stream = self.tokenizer.token_stream_for_search(text);
+        while stream.advance() {
+            out.push(stream.token().text.clone());
+        }
+        out
+    }
+}
+
+/// BM25 corpus statistics of some terms: what Lance's scorer reads (spec 8).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TermStats {
+    /// Documents in the corpus: rows whose text has at least one term.
+    pub documents: u64,
+    /// Of those, how many the index's segments cover (the rest were counted by a flat scan).
+    pub indexed_documents: u64,
+    /// Whether the index exists at all. Without it Lance cannot search the column as the index
+    /// would (it knows no tokenizer for it), and a consumer must scan.
+    pub index_built: bool,
+    /// Terms in all of them together (the average document length is `terms / documents`).
+    pub terms: u64,
+    /// Per requested term, the documents that contain it.
+    pub document_frequency: Vec<u64>,
+}
+
+/// A BM25 query of an inverted index: documents matching any of `terms` (each scored as BM25
+/// scores it), among the rows `filter` admits, best `limit` first.
+#[derive(Debug, Clone)]
+pub struct FullTextRequest {
+    /// The indexed column.
+    pub column: &'static str,
+    /// The query's terms; each is analysed by the index's tokenizer and should be exactly one
+    /// term of the index (a consumer picks them; see [`TextAnalyzer`]).
+    pub terms: Vec<String>,
+    /// A scalar predicate (SQL) over the table's columns, applied before ranking.
+    pub filter: Option<String>,
+    /// How many of the best rows to return.
+    pub limit: usize,
+    /// The output columns, as (name, SQL expression over the table's columns).
+    pub projection: Vec<(String, String)>,
+}
+
+impl FullTextRequest {
+    fn query(&self) -> FullTextSearchQuery {
+        let clauses = self.terms.iter().map(|t| {
+            let term = MatchQuery::new(t.clone()).with_column(Some(self.column.to_owned()));
+            (Occur::Should, FtsQuery::Match(term))
+        });
+        FullTextSearchQuery::new_query(FtsQuery::Boolean(BooleanQuery::new(clauses)))
+            .limit(Some(self.limit as i64))
+    }
+
+    /// search-prefilter-pushdown: the filter is a prefilter, evaluated through the table's
+    /// scalar indexes before the BM25 ranking, so `limit` rows come back whenever `limit` rows
+    /// match; a post-filter would rank first and silently return fewer.
+    fn configure(&self, scanner: &mut Scanner) -> lance::Result<()> {
+        scanner.full_text_search(self.query())?;
+        if let Some(filter) = &self.filter {
+            scanner.filter(filter)?;
+            scanner.prefilter(true);
+        }
+        let projection: Vec<(&str, &str)> = self
+            .projection
+            .iter()
+            .map(|(n, e)| (n.as_str(), e.as_str()))
+            .collect();
+        scanner.project_with_transform(&projection)?;
+        scanner.with_row_id();
+        scanner.limit(Some(self.limit as i64), None)?;
+        Ok(())
+    }
+}
+
+impl Substrate {
+    /// lance-chokepoints-read: runs a BM25 query (see [`FullTextRequest`]) and returns its rows,
+    /// best first, each with Lance's `_score` and `_rowid`. Rows written since the index was
+    /// last folded are searched too, by a flat scan (lance-index-maintenance). A table never
+    /// written reads empty; a query with no terms matches nothing.
+    pub async fn full_text_search(
+        &self,
+        spec: &TableSpec,
+        request: &FullTextRequest,
+    ) -> Result<Vec<RecordBatch>, StoreError> {
+        use futures::TryStreamExt;
+        if request.terms.is_empty() || request.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let Some(ds) = self.dataset(spec).await? else {
+            return Ok(Vec::new());
+        };
+        self.retry
+            .run(spec.name, || async {
+                let mut scanner = ds.scan();
+                request.configure(&mut scanner)?;
+                scanner
+                    .try_into_stream()
+                    .await?
+                    .try_collect::<Vec<_>>()
+                    .await
+            })
+            .await
+    }
+
+    /// The plan Lance ran for `request`, with its metrics (`analyze_plan`): which indexes
+    /// answered the prefilter, which terms were searched, how many postings were compared.
+    pub async fn analyze_full_text_search(
+        &self,
+        spec: &TableSpec,
+        request: &FullTextRequest,
+    ) -> Result<String, StoreError> {
+        if request.terms.is_empty() {
+            return Ok("no terms: nothing is searched".to_owned());
+        }
+        let Some(ds) = self.dataset(spec).await? else {
+            return Ok(format!(
+                "{} has never been written: nothing is searched",
+                spec.name
+            ));
+        };
+        self.retry
+            .run(spec.name, || async {
+                let mut scanner = ds.scan();
+                request.configure(&mut scanner)?;
+                scanner.analyze_plan().await
+            })
+            .await
+    }
+
+    /// BM25 statistics of `terms` over every row of `spec` with a value in the index's column:
+    /// read from the index's segments for the rows they cover, and counted by a flat scan
+    /// (with the index's own analysis) over rows written since the last fold, so the figures
+    /// are exact whether or not `update-indexes` has run.
+    pub async fn term_stats(
+        &self,
+        spec: &TableSpec,
+        index: &IndexSpec,
+        terms: &[String],
+    ) -> Result<TermStats, StoreError> {
+        let mut stats = TermStats {
+            document_frequency: vec![0; terms.len()],
+            ..TermStats::default()
+        };
+        let Some(ds) = self.dataset(spec).await? else {
+            return Ok(stats);
+        };
+        let invalid = |detail: String| StoreError::Invalid {
+            table: spec.name,
+            detail,
+        };
+        let segments: Vec<_> = self
+            .retry
+            .run(spec.name, || ds.load_indices())
+            .await?
+            .iter()
+            .filter(|m| m.name == index.name)
+            .cloned()
+            .collect();
+        stats.index_built = !segments.is_empty();
+        let mut covered = HashSet::new();
+        for segment in &segments {
+            if let Some(fragments) = &segment.fragment_bitmap {
+                covered.extend(fragments.iter());
+            }
+            let opened = self
+                .retry
+                .run(spec.name, || {
+                    ds.open_scalar_index(index.column, &segment.uuid, &NoOpMetricsCollector)
+                })
+                .await?;
+            let inverted = opened
+                .as_any()
+                .downcast_ref::<InvertedIndex>()
+                .ok_or_else(|| invalid(format!("index {} is not an inverted index", index.name)))?;
+            let (total, docs, df) = self
+                .retry
+                .run(spec.name, || inverted.bm25_stats_for_terms(terms, None))
+                .await?;
+            stats.documents += docs as u64;
+            stats.indexed_documents += docs as u64;
+            stats.terms += total;
+            for (sum, d) in stats.document_frequency.iter_mut().zip(df) {
+                *sum += d as u64;
+            }
+        }
+        let unindexed: Vec<_> = ds
+            .get_fragments()
+            .into_iter()
+            .filter(|f| !covered.contains(&(f.id() as u32)))
+            .map(|f| f.metadata().clone())
+            .collect();
+        if unindexed.is_empty() {
+            return Ok(stats);
+        }
+        let position: HashMap<&str, usize> = terms
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.as_str(), i))
+            .collect();
+        let mut analyzer = TextAnalyzer::for_index(index.kind)?;
+        let column = index.column;
+        let flat = self
+            .scan_fold(
+                spec,
+                |scanner| {
+                    scanner.with_fragments(unindexed.clone());
+                    scanner.project(&[column])?;
+                    Ok(())
+                },
+                || {
+                    (
+                        TermStats {
+                            document_frequency: vec![0; terms.len()],
+                            ..TermStats::default()
+                        },
+                        vec![false; terms.len()],
+                    )
+                },
+                |(flat, seen), batch| {
+                    let texts = batch.column(0);
+                    for row in 0..batch.num_rows() {
+                        let Some(text) = str_at(texts.as_ref(), row) else {
+                            continue;
+                        };
+                        seen.iter_mut().for_each(|s| *s = false);
+                        let mut length = 0u64;
+                        analyzer.document_terms(text, |term| {
+                            length += 1;
+                            if let Some(&i) = position.get(term)
+                                && !seen[i]
+                            {
+                                seen[i] = true;
+                                flat.document_frequency[i] += 1;
+                            }
+                        });
+                        // As the index counts: a text too short for one gram is no document.
+                        if length > 0 {
+                            flat.documents += 1;
+                            flat.terms += length;
+                        }
+                    }
+                },
+            )
+            .await?
+            .0;
+        stats.documents += flat.documents;
+        stats.terms += flat.terms;
+        for (sum, d) in stats
+            .document_frequency
+            .iter_mut()
+            .zip(flat.document_frequency)
+        {
+            *sum += d;
+        }
+        Ok(stats)
+    }
+}
+
+/// A string column's value, `None` for null or for a column that holds no strings. Lance hands
+/// strings back as Utf8, LargeUtf8 or, from SQL expressions, Utf8View; all three read here.
+pub fn str_at(array: &dyn Array, row: usize) -> Option<&str> {
+    use arrow_array::cast::AsArray;
+    if array.is_null(row) {
+        return None;
+    }
+    match array.data_type() {
+        arrow_schema::DataType::Utf8 => Some(array.as_string::<i32>().value(row)),
+        arrow_schema::DataType::LargeUtf8 => Some(array.as_string::<i64>().value(row)),
+        arrow_schema::DataType::Utf8View => Some(array.as_string_view().value(row)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_and_queries_are_cut_alike() {
+        let mut a = TextAnalyzer::for_index(IndexKind::Ngram { min: 3, max: 5 }).unwrap();
+        let mut doc = Vec::new();
+        a.document_terms("Abcd é", |t| doc.push(t.to_owned()));
+        let query = a.query_terms("Abcd é");
+        assert_eq!(doc, query);
+        assert_eq!(doc[..3], ["abc", "abcd", "abcd "]);
+    }
+}
