@@ -38,6 +38,15 @@ struct Cli {
     #[arg(long, global = true)]
     json: bool,
 
+    /// Where the store is (`--data URI`, else POND_DATA, else config.toml, else
+    /// $XDG_DATA_HOME/pond), for the verbs that use one; before or after the verb.
+    // Read by each store verb's own `--data` (store_cmd::DataArgs), to which clap hands a global
+    // value given before the verb; declared here so that `pond --data DIR status` parses.
+    #[cfg(feature = "store")]
+    #[arg(long = "data", value_name = "URI", global = true)]
+    #[allow(dead_code)]
+    data: Option<String>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -112,6 +121,19 @@ enum SchemaKind {
     Event,
 }
 
+/// A closed pipe ends pond quietly, as it ends any Unix tool (`pond sessions | head -3`): the
+/// default action of SIGPIPE, which Rust's runtime sets to "ignore" so that a write fails with
+/// `BrokenPipe` instead, and `println!` panics on that failure. The store needs nothing more:
+/// its writes commit atomically, and a killed sync or import is re-run from where it stopped.
+fn end_quietly_on_a_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any other thread exists; restores the
+    // signal's default disposition, which every process starts with outside Rust's runtime.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// The verbs that write the store return freed memory to the system at once. mimalloc's default
 /// keeps freed pages a while for reuse; under Lance's merges (large Arrow buffers, many
 /// threads) those kept pages were about a third of `pond sync`'s peak RSS and grew with the
@@ -132,6 +154,7 @@ fn return_freed_memory_at_once() {
 }
 
 fn main() -> ExitCode {
+    end_quietly_on_a_closed_pipe();
     let cli = Cli::parse();
     match cli.command {
         Command::Convert(args) => convert::run(args, cli.json),

@@ -105,11 +105,31 @@ pub fn convert(
     out: &mut dyn Output,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Summary, ConvertError> {
+    convert_with_project(from, to, layout, input, None, out, progress)
+}
+
+/// [`convert`], with the project the person converting names for sessions whose source names
+/// none (`pond convert --project`; see [`Origin::with_user_project`]).
+pub fn convert_with_project(
+    from: &Codec,
+    to: &Codec,
+    layout: Layout,
+    input: &Path,
+    user_project: Option<&str>,
+    out: &mut dyn Output,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Summary, ConvertError> {
     let reader = from.read.ok_or(ConvertError::MissingFace {
         codec: from.name,
         face: "read",
     })?;
-    let sources = reader.discover(input).map_err(ConvertError::Discover)?;
+    let mut sources = reader.discover(input).map_err(ConvertError::Discover)?;
+    if let Some(project) = user_project {
+        sources = sources
+            .into_iter()
+            .map(|o| o.with_user_project(project))
+            .collect();
+    }
     convert_sources(from, to, layout, &sources, out, progress)
 }
 
