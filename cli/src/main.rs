@@ -60,8 +60,9 @@ enum Command {
     ///   pond convert codex→claude rollout.jsonl -o session.jsonl
     ///   cat rollout.jsonl | pond convert codex:claude - > session.jsonl
     ///
-    /// A conversion between two harnesses reads on a second thread while it writes, when the
-    /// machine has a second processor; POND_THREADS=1 keeps it on one.
+    /// A conversion runs on one thread; POND_THREADS=2 reads on a second thread while it writes
+    /// (on a machine with a second processor), which costs more CPU and, on two cores, was
+    /// slower whenever anything else ran.
     #[command(
         verbatim_doc_comment,
         about = "Convert sessions from one harness format to another, with no storage involved"

@@ -238,7 +238,12 @@ fn a_garbage_session_file_error_escapes_every_control_character() {
                 c.arg("--json");
             }
             let o = c.output().unwrap();
-            assert!(!o.stderr.is_empty(), "{from}: no error at all");
+            // With --json and --out, the summary and its errors go to stdout.
+            let shown = if json { &o.stdout } else { &o.stderr };
+            let text = String::from_utf8_lossy(shown);
+            assert!(text.contains("error"), "{from}: no error at all: {text}");
+            // The file name's escape is shown, not dropped.
+            assert!(text.contains("x1b[31m"), "{from}: {text}");
             assert_eq!(
                 control_chars(&o.stderr),
                 Vec::<char>::new(),

@@ -134,8 +134,8 @@ pub fn convert_with_project(
 }
 
 /// Converts the given source units (already discovered). A foreign conversion reads on a thread
-/// of its own when the machine has a second processor (`POND_THREADS=1` keeps it on one); what
-/// it writes and reports is the same either way.
+/// of its own only with `POND_THREADS=2` (and a second processor); what it writes and reports
+/// is the same either way.
 pub fn convert_sources(
     from: &Codec,
     to: &Codec,
@@ -257,15 +257,21 @@ fn convert_on(
     Ok(summary)
 }
 
-/// Whether a foreign conversion reads on a thread of its own: only with a second processor to
-/// run it on (`POND_THREADS=1` keeps a conversion on one thread).
+/// Whether a foreign conversion reads on a thread of its own: only when asked for
+/// (`POND_THREADS=2` or more) and the machine has a second processor. One thread is the default:
+/// measured on the 2-core machine against the naive round trip, the two-thread form took more
+/// wall time for every foreign pair but one whenever anything else ran, and 1.2-2.1x the CPU
+/// time (docs/benchmarks.md, "Conversions against a naive round trip built outside the
+/// workspace").
 fn pipelined() -> bool {
-    let threads = std::env::var("POND_THREADS")
+    let asked = std::env::var("POND_THREADS")
         .ok()
         .and_then(|n| n.parse::<usize>().ok())
-        .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
         .unwrap_or(1);
-    threads > 1
+    let cores = std::thread::available_parallelism()
+        .map(usize::from)
+        .unwrap_or(1);
+    asked > 1 && cores > 1
 }
 
 /// Events per batch handed from the reading thread to the writing one, and batches queued.
