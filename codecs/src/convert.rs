@@ -168,20 +168,18 @@ fn convert_on(
     })?;
     let mut writer = face.writer(layout);
     let mut summary = Summary::default();
-    // Within one codec every session is written natively, so carriers may travel as their
-    // source lines and be copied (`ReadFace::read_items`); a foreign writer would only have to
-    // build each carrier's message from its text again. Those lines are borrowed from the
-    // reader's buffer, so a native conversion reads and writes on one thread.
+    // On one thread, carriers travel as their source lines (`ReadFace::read_items`): a native
+    // writer copies them, a foreign one builds their messages only if it needs them. Those
+    // lines are borrowed from the reader's buffer, so a native conversion always reads and
+    // writes on one thread, and the two-thread form (foreign only) passes messages.
     if from.name == to.name || !pipelined {
         for (i, source) in sources.iter().enumerate() {
             progress(i, sources.len());
             summary.sources += 1;
             let mut feed = Feed::new(to, writer.as_mut(), &mut *out, &mut summary);
-            if from.name == to.name {
-                reader.read_items(source, &mut |item| feed.item(item));
-            } else {
-                reader.read(source, &mut |item| feed.item(item.map(Item::Event)));
-            }
+            // On one thread, carriers travel as their lines to a foreign writer too: one that
+            // drops them need not build their messages (the Claude Code writer).
+            reader.read_items(source, &mut |item| feed.item(item));
             feed.end(&source.path().display().to_string());
         }
     } else {
