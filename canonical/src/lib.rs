@@ -15,6 +15,7 @@ pub mod model;
 pub mod schema;
 pub mod seam;
 pub mod time;
+pub mod untrusted;
 pub mod validate;
 
 pub use bounded::{FileData, Json, MAX_VALUE_BYTES, Project, Text};
@@ -28,3 +29,4 @@ pub use model::{
 };
 pub use seam::{Extracted, LineFields, Locator, Origin, ParseError, ParseErrorKind, Record};
 pub use time::Timestamp;
+pub use untrusted::escape_controls;

@@ -173,6 +173,9 @@ pub enum Locator {
     File,
     /// A 1-based line of a line-oriented file.
     Line(u64),
+    /// The `record`-th (2 or more) of several JSON records written on one line with no newline
+    /// between them (`{...}{...}`); the first of them is at `Line(line)`.
+    LineRecord { line: u64, record: u64 },
     /// A record addressed some other way: a database row, a JSON path, an archive member.
     Record(String),
 }
@@ -182,6 +185,7 @@ impl fmt::Display for Locator {
         match self {
             Self::File => Ok(()),
             Self::Line(n) => write!(f, ":{n}"),
+            Self::LineRecord { line, record } => write!(f, ":{line} (record {record} of the line)"),
             Self::Record(r) => write!(f, " [{r}]"),
         }
     }
@@ -194,6 +198,8 @@ pub struct Origin {
     codec: &'static str,
     path: PathBuf,
     relative: String,
+    /// The project the person running pond named for this source (`--project`).
+    user_project: Option<String>,
 }
 
 impl Origin {
@@ -203,7 +209,24 @@ impl Origin {
             codec,
             path: path.into(),
             relative: relative.into(),
+            user_project: None,
         }
+    }
+
+    /// The same source, with the project the person running pond names for it (`pond convert
+    /// --project`, `pond sync --project`): a codec uses it only for a session whose source names
+    /// no project anywhere, and marks that session's project as user-supplied
+    /// (`options.pond.project_from = "user"`), so it is never mistaken for source data.
+    pub fn with_user_project(mut self, project: impl Into<String>) -> Self {
+        self.user_project = Some(project.into()).filter(|p| !p.trim().is_empty());
+        self
+    }
+
+    /// The project the person running pond named for this source, if any (see
+    /// [`Origin::with_user_project`]). model-no-synthesis: this is the person's statement, not
+    /// a default; a codec that uses it says so in the session's options.
+    pub fn user_project(&self) -> Option<Extracted<String>> {
+        self.user_project.clone().map(Extracted)
     }
 
     /// The codec reading this source.
@@ -251,7 +274,12 @@ pub struct Record<'o> {
 impl<'o> Record<'o> {
     /// Parses one line of a JSONL source. `line` is 1-based and excludes the line terminator.
     pub fn from_json_line(origin: &'o Origin, line: u64, bytes: &[u8]) -> Result<Self, ParseError> {
-        let at = Locator::Line(line);
+        Self::from_json_at(origin, Locator::Line(line), bytes)
+    }
+
+    /// [`Record::from_json_line`] for a record at any place of a line-oriented file (the second
+    /// of two records on one line, say).
+    pub fn from_json_at(origin: &'o Origin, at: Locator, bytes: &[u8]) -> Result<Self, ParseError> {
         // `from_slice` accepts only UTF-8 (it checks strings; any other non-ASCII byte is a syntax
         // error), so the separate UTF-8 pass is needed only to name a fault as invalid UTF-8.
         let value: Value = serde_json::from_slice(bytes).map_err(|e| {
@@ -313,6 +341,7 @@ impl<'o> Record<'o> {
     pub fn position(&self) -> Extracted<String> {
         Extracted(match &self.locator {
             Locator::Line(n) => format!("L{n}"),
+            Locator::LineRecord { line, record } => format!("L{line}.{record}"),
             Locator::Record(r) => r.clone(),
             Locator::File => String::new(),
         })
@@ -568,10 +597,29 @@ pub enum ParseErrorKind {
     NoProject,
     /// The source is not in a layout or version this codec knows.
     Unrecognized { detail: String },
+    /// A warning, not a loss: a line holds several JSON records written with no newline between
+    /// them (`{...}{...}`, a write that lost its line break); each complete one is read as a
+    /// record of its own, in order, right after this.
+    SeveralRecordsOnOneLine { records: u64 },
+}
+
+impl ParseErrorKind {
+    /// Whether this is a warning: the source is malformed, but nothing of it was lost.
+    pub fn is_warning(&self) -> bool {
+        matches!(self, Self::SeveralRecordsOnOneLine { .. })
+    }
 }
 
 impl fmt::Display for ParseErrorKind {
+    /// What is wrong, with every control character quoted from the input escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::untrusted::write_escaped(f, |f| self.describe(f))
+    }
+}
+
+impl ParseErrorKind {
+    /// What is wrong, as it is made, before its control characters are escaped.
+    fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Io { detail } => write!(f, "cannot read: {detail}"),
             Self::InvalidUtf8 { valid_up_to } => {
@@ -582,7 +630,9 @@ impl fmt::Display for ParseErrorKind {
                 f,
                 "truncated JSON (was the file still being written?): {detail}"
             ),
-            Self::NotAnObject { found } => write!(f, "expected a JSON object, found {found}"),
+            Self::NotAnObject { found } => {
+                write!(f, "expected a JSON object, found {found}")
+            }
             Self::LineTooLong { bytes, limit } => {
                 write!(
                     f,
@@ -590,26 +640,34 @@ impl fmt::Display for ParseErrorKind {
                 )
             }
             Self::MissingField { field } => write!(f, "missing required field `{field}`"),
-            Self::InvalidField { field, reason } => write!(f, "field `{field}`: {reason}"),
+            Self::InvalidField { field, reason } => {
+                write!(f, "field `{field}`: {reason}")
+            }
             Self::NoProject => write!(
                 f,
-                "no project can be resolved from the session's records (no `cwd`); session not converted"
+                "no project can be resolved from the session's records (no `cwd`); session not converted (name one with --project)"
             ),
             Self::Unrecognized { detail } => write!(f, "not recognised: {detail}"),
+            Self::SeveralRecordsOnOneLine { records } => write!(
+                f,
+                "warning: {records} JSON records on one line with no newline between them; each is read as a record of its own"
+            ),
         }
     }
 }
 
 impl fmt::Display for ParseError {
+    /// `codec: file:line: what`, with every control character of the path and of the text
+    /// quoted from the input escaped (a damaged file must not drive the terminal).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
+        let text = format!(
             "{}: {}{}: {}",
             self.codec,
             self.file.display(),
             self.locator,
             self.kind
-        )
+        );
+        f.write_str(&crate::untrusted::escape_controls(&text))
     }
 }
 

@@ -24,7 +24,8 @@ pub struct Violation {
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at {}: {}", self.rule, self.at, self.message)
+        let text = format!("{} at {}: {}", self.rule, self.at, self.message);
+        f.write_str(&crate::untrusted::escape_controls(&text))
     }
 }
 

@@ -123,13 +123,14 @@ pub(crate) fn import_into(
             .iter()
             .map(|t| format!("{} {} new, {} present", t.table, t.inserted, t.present))
             .collect();
-        eprintln!(
+        let line = format!(
             "import {} (written by pond {} at {}): {}",
             path.display(),
             summary.pond_version,
             summary.created_at,
             tables.join("; ")
         );
+        eprintln!("{}", pond_canonical::escape_controls(&line));
     }
     Ok(summary)
 }

@@ -1,7 +1,8 @@
 //! `pond convert`: flags to a call of `pond_codecs::convert`.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use pond_codecs::convert::{Summary, convert};
+use pond_canonical::escape_controls;
+use pond_codecs::convert::{Summary, convert_with_project};
 use pond_codecs::face::Sniff;
 use pond_codecs::output::{DirOutput, SingleFileOutput};
 use pond_codecs::{Codec, Layout, Output, registry};
@@ -57,10 +58,16 @@ pub struct ConvertArgs {
     /// Fail (exit 3) if the target could not express everything.
     #[arg(long)]
     strict: bool,
+
+    /// The project (working directory) of sessions whose source names none anywhere; recorded
+    /// as user-supplied (`options.pond.project_from`). A source's own project always wins.
+    #[arg(long, value_name = "DIR")]
+    project: Option<String>,
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("pond convert: {msg}");
+    let msg = msg.to_string();
+    eprintln!("pond convert: {}", escape_controls(&msg));
     ExitCode::from(EXIT_USAGE)
 }
 
@@ -182,10 +189,11 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
         Layout::Mirror
     };
     let out_dir = install_root.clone().or_else(|| args.out.clone());
+    let project = args.project.as_deref();
     let result = match (&out_dir, &args.output) {
         (Some(dir), _) => {
             let mut out = DirOutput::new(dir);
-            let r = convert(from, to, layout, &input, &mut out, &mut tick);
+            let r = convert_with_project(from, to, layout, &input, project, &mut out, &mut tick);
             finish_with(r, out.finish())
         }
         (None, Some(file)) if file != Path::new("-") => {
@@ -198,11 +206,12 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
                 Err(e) => return usage(format!("{}: {e}", file.display())),
             };
             let mut out = SingleFileOutput::new(std::io::BufWriter::new(f));
-            let r = convert(
+            let r = convert_with_project(
                 from,
                 to,
                 layout,
                 &input,
+                project,
                 &mut out as &mut dyn Output,
                 &mut tick,
             );
@@ -210,11 +219,12 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
         }
         _ => {
             let mut out = SingleFileOutput::new(std::io::BufWriter::new(std::io::stdout().lock()));
-            let r = convert(
+            let r = convert_with_project(
                 from,
                 to,
                 layout,
                 &input,
+                project,
                 &mut out as &mut dyn Output,
                 &mut tick,
             );
@@ -227,7 +237,7 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
     let summary = match result {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("pond convert: {e}");
+            eprintln!("pond convert: {}", escape_controls(&e));
             return ExitCode::from(EXIT_PARTIAL);
         }
     };
@@ -258,7 +268,7 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
     print_summary(from, to, &summary, json, stdout_free);
     if install_root.is_some() && !json {
         for line in &installed {
-            eprintln!("{line}");
+            eprintln!("{}", escape_controls(line));
         }
         for w in &summary.written {
             match &w.resume {
@@ -359,7 +369,7 @@ fn print_summary(from: &Codec, to: &Codec, s: &Summary, json: bool, stdout_free:
         eprintln!("error: {e}");
     }
     for e in &s.write_errors {
-        eprintln!("write error: {e}");
+        eprintln!("write error: {}", escape_controls(e));
     }
     eprintln!(
         "{} -> {}: {} sources, {} sessions ({} native, {} foreign), {} messages, {} parts ({} injected), {} carriers, {} errors",
@@ -378,7 +388,9 @@ fn print_summary(from: &Codec, to: &Codec, s: &Summary, json: bool, stdout_free:
     for (kind, loss) in &s.losses.kinds {
         eprintln!(
             "  lost: {kind} x{} (first at {}): {}",
-            loss.count, loss.first, loss.detail
+            loss.count,
+            escape_controls(&loss.first),
+            escape_controls(&loss.detail)
         );
     }
 }

@@ -40,6 +40,15 @@ struct Cli {
     #[arg(long, global = true)]
     json: bool,
 
+    /// Where the store is (`--data URI`, else POND_DATA, else config.toml, else
+    /// $XDG_DATA_HOME/pond), for the verbs that use one; before or after the verb.
+    // Read by each store verb's own `--data` (store_cmd::DataArgs), to which clap hands a global
+    // value given before the verb; declared here so that `pond --data DIR status` parses.
+    #[cfg(feature = "store")]
+    #[arg(long = "data", value_name = "URI", global = true)]
+    #[allow(dead_code)]
+    data: Option<String>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -53,8 +62,9 @@ enum Command {
     ///   pond convert codex→claude rollout.jsonl -o session.jsonl
     ///   cat rollout.jsonl | pond convert codex:claude - > session.jsonl
     ///
-    /// A conversion between two harnesses reads on a second thread while it writes, when the
-    /// machine has a second processor; POND_THREADS=1 keeps it on one.
+    /// A conversion runs on one thread; POND_THREADS=2 reads on a second thread while it writes
+    /// (on a machine with a second processor), which costs more CPU and, on two cores, was
+    /// slower whenever anything else ran.
     #[command(
         verbatim_doc_comment,
         about = "Convert sessions from one harness format to another, with no storage involved"
@@ -126,6 +136,19 @@ enum SchemaKind {
     Error,
 }
 
+/// A closed pipe ends pond quietly, as it ends any Unix tool (`pond sessions | head -3`): the
+/// default action of SIGPIPE, which Rust's runtime sets to "ignore" so that a write fails with
+/// `BrokenPipe` instead, and `println!` panics on that failure. The store needs nothing more:
+/// its writes commit atomically, and a killed sync or import is re-run from where it stopped.
+fn end_quietly_on_a_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any other thread exists; restores the
+    // signal's default disposition, which every process starts with outside Rust's runtime.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// The verbs that write the store return freed memory to the system at once. mimalloc's default
 /// keeps freed pages a while for reuse; under Lance's merges (large Arrow buffers, many
 /// threads) those kept pages were about a third of `pond sync`'s peak RSS and grew with the
@@ -146,6 +169,7 @@ fn return_freed_memory_at_once() {
 }
 
 fn main() -> ExitCode {
+    end_quietly_on_a_closed_pipe();
     let cli = Cli::parse();
     match cli.command {
         Command::Convert(args) => convert::run(args, cli.json),

@@ -67,6 +67,10 @@ pub struct SyncArgs {
     /// replaces the configured sources (with `--source`, both are imported).
     #[arg(long = "import-from", value_name = "ARCHIVE")]
     import_from: Option<PathBuf>,
+    /// The project (working directory) of sessions whose source names none anywhere; recorded
+    /// as user-supplied (`options.pond.project_from`). A source's own project always wins.
+    #[arg(long, value_name = "DIR")]
+    project: Option<String>,
 }
 
 /// List stored sessions.
@@ -123,7 +127,9 @@ pub(crate) fn runtime() -> tokio::runtime::Runtime {
 }
 
 pub(crate) fn fail(verb: &str, msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("pond {verb}: {msg}");
+    // Messages quote paths and input; none may drive the terminal.
+    let msg = msg.to_string();
+    eprintln!("pond {verb}: {}", pond_canonical::escape_controls(&msg));
     ExitCode::from(1)
 }
 
@@ -218,7 +224,13 @@ pub fn sync(args: SyncArgs, json: bool) -> ExitCode {
                     b.set_position(done as u64);
                 }
             };
-            let result = rt.block_on(pond_store::sync::import(&store, codec, paths, &mut tick));
+            let result = rt.block_on(pond_store::sync::import_with_project(
+                &store,
+                codec,
+                paths,
+                args.project.as_deref(),
+                &mut tick,
+            ));
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
@@ -227,7 +239,7 @@ pub fn sync(args: SyncArgs, json: bool) -> ExitCode {
                     errors += s.errors.len();
                     if !json {
                         for e in &s.errors {
-                            eprintln!("error: {e}");
+                            eprintln!("error: {}", pond_canonical::escape_controls(e));
                         }
                         let w = &s.written;
                         eprintln!(
@@ -526,13 +538,16 @@ pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
     if json {
         println!("{}", serde_json::to_string_pretty(&summary).expect("JSON"));
     } else {
+        let escape = pond_canonical::escape_controls;
         for e in &summary.write_errors {
-            eprintln!("write error: {e}");
+            eprintln!("write error: {}", escape(e));
         }
         for (kind, loss) in &summary.losses.kinds {
             eprintln!(
                 "  lost: {kind} x{} (first at {}): {}",
-                loss.count, loss.first, loss.detail
+                loss.count,
+                escape(&loss.first),
+                escape(&loss.detail)
             );
         }
         eprintln!(

@@ -105,17 +105,37 @@ pub fn convert(
     out: &mut dyn Output,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Summary, ConvertError> {
+    convert_with_project(from, to, layout, input, None, out, progress)
+}
+
+/// [`convert`], with the project the person converting names for sessions whose source names
+/// none (`pond convert --project`; see [`Origin::with_user_project`]).
+pub fn convert_with_project(
+    from: &Codec,
+    to: &Codec,
+    layout: Layout,
+    input: &Path,
+    user_project: Option<&str>,
+    out: &mut dyn Output,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Summary, ConvertError> {
     let reader = from.read.ok_or(ConvertError::MissingFace {
         codec: from.name,
         face: "read",
     })?;
-    let sources = reader.discover(input).map_err(ConvertError::Discover)?;
+    let mut sources = reader.discover(input).map_err(ConvertError::Discover)?;
+    if let Some(project) = user_project {
+        sources = sources
+            .into_iter()
+            .map(|o| o.with_user_project(project))
+            .collect();
+    }
     convert_sources(from, to, layout, &sources, out, progress)
 }
 
 /// Converts the given source units (already discovered). A foreign conversion reads on a thread
-/// of its own when the machine has a second processor (`POND_THREADS=1` keeps it on one); what
-/// it writes and reports is the same either way.
+/// of its own only with `POND_THREADS=2` (and a second processor); what it writes and reports
+/// is the same either way.
 pub fn convert_sources(
     from: &Codec,
     to: &Codec,
@@ -148,20 +168,18 @@ fn convert_on(
     })?;
     let mut writer = face.writer(layout);
     let mut summary = Summary::default();
-    // Within one codec every session is written natively, so carriers may travel as their
-    // source lines and be copied (`ReadFace::read_items`); a foreign writer would only have to
-    // build each carrier's message from its text again. Those lines are borrowed from the
-    // reader's buffer, so a native conversion reads and writes on one thread.
+    // On one thread, carriers travel as their source lines (`ReadFace::read_items`): a native
+    // writer copies them, a foreign one builds their messages only if it needs them. Those
+    // lines are borrowed from the reader's buffer, so a native conversion always reads and
+    // writes on one thread, and the two-thread form (foreign only) passes messages.
     if from.name == to.name || !pipelined {
         for (i, source) in sources.iter().enumerate() {
             progress(i, sources.len());
             summary.sources += 1;
             let mut feed = Feed::new(to, writer.as_mut(), &mut *out, &mut summary);
-            if from.name == to.name {
-                reader.read_items(source, &mut |item| feed.item(item));
-            } else {
-                reader.read(source, &mut |item| feed.item(item.map(Item::Event)));
-            }
+            // On one thread, carriers travel as their lines to a foreign writer too: one that
+            // drops them need not build their messages (the Claude Code writer).
+            reader.read_items(source, &mut |item| feed.item(item));
             feed.end(&source.path().display().to_string());
         }
     } else {
@@ -237,15 +255,21 @@ fn convert_on(
     Ok(summary)
 }
 
-/// Whether a foreign conversion reads on a thread of its own: only with a second processor to
-/// run it on (`POND_THREADS=1` keeps a conversion on one thread).
+/// Whether a foreign conversion reads on a thread of its own: only when asked for
+/// (`POND_THREADS=2` or more) and the machine has a second processor. One thread is the default:
+/// measured on the 2-core machine against the naive round trip, the two-thread form took more
+/// wall time for every foreign pair but one whenever anything else ran, and 1.2-2.1x the CPU
+/// time (docs/benchmarks.md, "Conversions against a naive round trip built outside the
+/// workspace").
 fn pipelined() -> bool {
-    let threads = std::env::var("POND_THREADS")
+    let asked = std::env::var("POND_THREADS")
         .ok()
         .and_then(|n| n.parse::<usize>().ok())
-        .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
         .unwrap_or(1);
-    threads > 1
+    let cores = std::thread::available_parallelism()
+        .map(usize::from)
+        .unwrap_or(1);
+    asked > 1 && cores > 1
 }
 
 /// Events per batch handed from the reading thread to the writing one, and batches queued.

@@ -36,3 +36,23 @@ pub(crate) fn find_str<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a str> {
     }
     None
 }
+
+/// `options.pond.project_from` on a session: where its project came from when not from the
+/// place its format keeps it (`"user"`: the person running pond named it; Codex also
+/// `"turn_context"`, `"environment_context"`, `"agents_md"`).
+pub const PROJECT_FROM: &str = "project_from";
+
+/// The project the person running pond named for `origin` (`--project`), for a session whose
+/// source names none anywhere (model-project-non-empty; model-no-synthesis: pond never picks one
+/// itself). A session given it is marked with [`mark_project_from`] `"user"`.
+pub(crate) fn user_project(origin: &pond_canonical::Origin) -> Option<pond_canonical::Project> {
+    origin
+        .user_project()
+        .and_then(pond_canonical::Project::from_extracted)
+}
+
+/// Records in `session`'s options where its project came from ([`PROJECT_FROM`]).
+pub(crate) fn mark_project_from(session: &mut pond_canonical::Session, place: &str) {
+    pond_canonical::options_ns(&mut session.options, "pond")
+        .insert(PROJECT_FROM.into(), Value::from(place));
+}

@@ -235,9 +235,19 @@ pub enum WriteError {
 }
 
 impl fmt::Display for WriteError {
+    /// The message, with every control character quoted from the input escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        pond_canonical::untrusted::write_escaped(f, |f| self.describe(f))
+    }
+}
+
+impl WriteError {
+    /// The message as it is made, before its control characters are escaped.
+    fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::UnsafePath { path, reason } => write!(f, "refusing to write {path:?}: {reason}"),
+            Self::UnsafePath { path, reason } => {
+                write!(f, "refusing to write {path:?}: {reason}")
+            }
             Self::Exists { path } => {
                 write!(f, "{path} exists already; pond does not overwrite files")
             }

@@ -203,9 +203,43 @@ impl LineParser {
         line: u64,
         bytes: &[u8],
     ) -> Result<Record<'o>, ParseError> {
+        self.record_at(origin, Locator::Line(line), bytes)
+    }
+
+    /// The record of one line, or of one record of a line ([`records_on_line`]), at `at`.
+    pub fn record_at<'o>(
+        &mut self,
+        origin: &'o Origin,
+        at: Locator,
+        bytes: &[u8],
+    ) -> Result<Record<'o>, ParseError> {
         match self.with_tape(bytes, |nodes| tape_value(nodes, &mut 0, 0)) {
-            Some(value) => Record::from_value(origin, Locator::Line(line), value),
-            None => Record::from_json_line(origin, line, bytes),
+            Some(value) => Record::from_value(origin, at, value),
+            None => Record::from_json_at(origin, at, bytes),
+        }
+    }
+
+    /// Every record of one line, in order: the line's own record (or fault); or, for a line that
+    /// holds several JSON records with no newline between them ([`records_on_line`]), a located
+    /// warning and then each of them, at [`record_locator`] (adapter-integrity-no-silent-drops:
+    /// none is dropped, and the fault of an incomplete last one is its own).
+    pub fn each_record<'o>(
+        &mut self,
+        origin: &'o Origin,
+        line: u64,
+        bytes: &[u8],
+        each: &mut dyn FnMut(Result<Record<'o>, ParseError>),
+    ) {
+        let fault = match self.record(origin, line, bytes) {
+            Ok(record) => return each(Ok(record)),
+            Err(fault) => fault,
+        };
+        let Some(pieces) = records_on_line(bytes) else {
+            return each(Err(fault));
+        };
+        each(Err(several_records(origin, line, pieces.len())));
+        for (i, piece) in pieces.into_iter().enumerate() {
+            each(self.record_at(origin, record_locator(line, i as u64 + 1), piece));
         }
     }
 
@@ -234,6 +268,67 @@ impl LineParser {
             .collect();
         result
     }
+}
+
+/// The records of a line that holds several JSON objects written with no newline between them
+/// (`{...}{...}`, seen in real Claude Code and pi transcripts where a write lost its line
+/// break): each complete object, in order, and then whatever follows the last complete one (an
+/// incomplete record, whose parse reports its own fault). `None` for any other line: one that
+/// parses as one value, or whose first value is not a complete object followed by another `{`.
+/// Only called for a line that did not parse, so it costs nothing on good lines.
+pub fn records_on_line(bytes: &[u8]) -> Option<Vec<&[u8]>> {
+    let skip_space = |mut at: usize| {
+        while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
+            at += 1;
+        }
+        at
+    };
+    let mut stream =
+        serde_json::Deserializer::from_slice(bytes).into_iter::<serde::de::IgnoredAny>();
+    let mut pieces = Vec::new();
+    let mut start = skip_space(0);
+    loop {
+        if bytes.get(start) != Some(&b'{') {
+            // Not an object where the next record would start: trailing text, not a record.
+            return None;
+        }
+        match stream.next() {
+            Some(Ok(_)) => {
+                let end = stream.byte_offset();
+                pieces.push(&bytes[start..end]);
+                start = skip_space(end);
+                if start == bytes.len() {
+                    break;
+                }
+            }
+            Some(Err(_)) if !pieces.is_empty() => {
+                pieces.push(&bytes[start..]);
+                break;
+            }
+            _ => return None,
+        }
+    }
+    (pieces.len() > 1).then_some(pieces)
+}
+
+/// Where the `record`-th (1-based) of several records on line `line` is: the first at the line
+/// itself, each later one at [`Locator::LineRecord`] (whose id material is `L<line>.<record>`).
+pub fn record_locator(line: u64, record: u64) -> Locator {
+    if record <= 1 {
+        Locator::Line(line)
+    } else {
+        Locator::LineRecord { line, record }
+    }
+}
+
+/// The warning that line `line` holds `records` records ([`records_on_line`]).
+pub fn several_records(origin: &Origin, line: u64, records: usize) -> ParseError {
+    origin.error(
+        Locator::Line(line),
+        ParseErrorKind::SeveralRecordsOnOneLine {
+            records: records as u64,
+        },
+    )
 }
 
 /// Whether no value of a line can meet the per-value bound (adapter-bounded-values), so that the
@@ -271,6 +366,7 @@ pub fn survey_fields<'b>(
     };
     Some(SurveyLine {
         line,
+        record_in_line: 1,
         fields,
         strict,
     })
@@ -292,6 +388,7 @@ pub fn scan_strict<'b>(
     match scan_fields(bytes, wanted, &mut fields, give_up)? {
         Strict::Yes => Some(SurveyLine {
             line,
+            record_in_line: 1,
             fields,
             strict: true,
         }),
@@ -303,6 +400,8 @@ pub fn scan_strict<'b>(
 #[derive(Debug)]
 pub struct SurveyLine<'b> {
     line: u64,
+    /// Which record of its line this is (1 but for a line of several records).
+    record_in_line: u64,
     fields: Vec<(&'static str, Scalar<'b>)>,
     /// Whether the walk alone showed the line to be a JSON object that serde_json reads.
     strict: bool,
@@ -363,9 +462,15 @@ impl SurveyLine<'_> {
         self.record(origin, Map::new()).position()
     }
 
+    /// The same survey, of the `record`-th of several records on its line ([`records_on_line`]).
+    pub fn of_record(mut self, record: u64) -> Self {
+        self.record_in_line = record;
+        self
+    }
+
     fn record<'o>(&self, origin: &'o Origin, fields: Map<String, Value>) -> Record<'o> {
-        Record::from_value(origin, Locator::Line(self.line), Value::Object(fields))
-            .expect("an object is a record")
+        let at = record_locator(self.line, self.record_in_line);
+        Record::from_value(origin, at, Value::Object(fields)).expect("an object is a record")
     }
 }
 

@@ -6,6 +6,7 @@
 //! `pond conformance` and the test suite both run it.
 
 pub mod foreign_check;
+pub mod hostile;
 pub mod oracle;
 pub mod roundtrip;
 pub mod suite;

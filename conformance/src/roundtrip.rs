@@ -98,7 +98,13 @@ pub fn native_round_trip(codec: &'static Codec, input: &Path) -> Result<RoundTri
         }
     }
 
-    let faulty: BTreeSet<&Path> = summary.errors.iter().map(|e| e.file.as_path()).collect();
+    // A warning (several records on one line) loses nothing: such a file is still compared.
+    let faulty: BTreeSet<&Path> = summary
+        .errors
+        .iter()
+        .filter(|e| !e.kind.is_warning())
+        .map(|e| e.file.as_path())
+        .collect();
     let mut expected: BTreeMap<String, std::path::PathBuf> = BTreeMap::new();
     let mut malformed = derived_malformed;
     for source in &sources {
@@ -227,7 +233,17 @@ fn compare_text(name: &str, original: &[u8], written: &[u8]) -> Option<String> {
     if name.ends_with(".json") {
         return compare_values(original, written).map(|d| format!("document differs: {d}"));
     }
-    let left: Vec<&[u8]> = json_lines(original);
+    // Record for record: a source line holding several records (`{...}{...}`) is each of them,
+    // which the native write puts on lines of their own.
+    let left: Vec<&[u8]> = json_lines(original)
+        .into_iter()
+        .flat_map(
+            |line| match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+                Ok(_) => vec![line],
+                Err(_) => pond_codecs::jsonl::records_on_line(line).unwrap_or_else(|| vec![line]),
+            },
+        )
+        .collect();
     let right: Vec<&[u8]> = json_lines(written);
     for (i, (l, r)) in left.iter().zip(&right).enumerate() {
         if let Some(d) = compare_values(l, r) {

@@ -88,7 +88,8 @@ fn the_hand_written_fixtures_round_trip() {
     let rt = native_round_trip(&CODEC, &repo_fixtures()).expect("round trip runs");
     assert!(rt.passed(), "{}", rt.report());
     assert!(rt.malformed.is_empty(), "{:#?}", rt.faults);
-    assert_eq!(rt.files.len(), 1);
+    // g0-with-cwd and g0-environment-context (whose project is its environment context's cwd).
+    assert_eq!(rt.files.len(), 2);
 }
 
 /// Writes back natively into memory what `input` holds, then checks every written file against

@@ -138,7 +138,15 @@ pub enum ArchiveError {
 }
 
 impl fmt::Display for ArchiveError {
+    /// The message, with every control character quoted from the input escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        pond_canonical::untrusted::write_escaped(f, |f| self.describe(f))
+    }
+}
+
+impl ArchiveError {
+    /// The message as it is made, before its control characters are escaped.
+    fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Io { path, detail } => write!(f, "{}: {detail}", path.display()),
             Self::Exists(p) => write!(
@@ -146,7 +154,9 @@ impl fmt::Display for ArchiveError {
                 "{} exists; pond never overwrites an archive",
                 p.display()
             ),
-            Self::Malformed { detail } => write!(f, "not a readable .pond archive: {detail}"),
+            Self::Malformed { detail } => {
+                write!(f, "not a readable .pond archive: {detail}")
+            }
             Self::Manifest { detail } => write!(f, "archive manifest: {detail}"),
             Self::UnsafePath { entry, reason } => {
                 write!(f, "archive entry {entry:?}: unsafe path ({reason})")

@@ -176,7 +176,15 @@ pub enum GetError {
 }
 
 impl fmt::Display for GetError {
+    /// The message, with every control character quoted from the input escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        pond_canonical::untrusted::write_escaped(f, |f| self.describe(f))
+    }
+}
+
+impl GetError {
+    /// The message as it is made, before its control characters are escaped.
+    fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::SessionNotFound(id) => write!(f, "no stored session {id}"),
             Self::MessageNotFound { session, message } => {

@@ -19,7 +19,15 @@ pub enum RestoreError {
 }
 
 impl fmt::Display for RestoreError {
+    /// The message, with every control character quoted from the input escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        pond_canonical::untrusted::write_escaped(f, |f| self.describe(f))
+    }
+}
+
+impl RestoreError {
+    /// The message as it is made, before its control characters are escaped.
+    fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NotFound(id) => write!(f, "no stored session {id}"),
             Self::TooDeep { session, child } => write!(

@@ -47,6 +47,18 @@ pub async fn import(
     paths: &[PathBuf],
     progress: &mut (dyn FnMut(usize, usize) + Send),
 ) -> Result<ImportSummary, StoreError> {
+    import_with_project(store, codec, paths, None, progress).await
+}
+
+/// [`import`], with the project the person running pond names for sessions whose source names
+/// none (`pond sync --project`; see `Origin::with_user_project`).
+pub async fn import_with_project(
+    store: &SessionStore,
+    codec: &'static Codec,
+    paths: &[PathBuf],
+    user_project: Option<&str>,
+    progress: &mut (dyn FnMut(usize, usize) + Send),
+) -> Result<ImportSummary, StoreError> {
     let mut summary = ImportSummary {
         codec: codec.name,
         ..Default::default()
@@ -56,6 +68,7 @@ pub async fn import(
     };
     let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(1);
     let paths = paths.to_vec();
+    let user_project = user_project.map(str::to_owned);
     let producer = std::thread::spawn(move || {
         let mut tally = ImportSummary {
             codec: codec.name,
@@ -64,7 +77,10 @@ pub async fn import(
         let mut sources = Vec::new();
         for path in &paths {
             match reader.discover(path) {
-                Ok(found) => sources.extend(found),
+                Ok(found) => sources.extend(found.into_iter().map(|o| match &user_project {
+                    Some(p) => o.with_user_project(p.as_str()),
+                    None => o,
+                })),
                 Err(e) => tally.errors.push(e.to_string()),
             }
         }

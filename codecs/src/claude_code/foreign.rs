@@ -28,7 +28,7 @@
 //! call, or never called) is left out at once (loss `tool_result_unpaired`).
 
 use super::naming::{encode_cwd, hex_id, is_uuid, resume_command, uuid_v5};
-use crate::face::{At, Losses, Target, WriteError, Written};
+use crate::face::{At, CarriedLine, Losses, Target, WriteError, Written};
 use crate::hold::{MAX_HELD, harness_only};
 use crate::jsonl::{write_str, write_value};
 use pond_canonical::{
@@ -42,6 +42,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 /// The Claude Code version whose transcript format the foreign write produces (the `version`
 /// field of every line): the version the oracle checks against.
 pub const TARGET_VERSION: &str = "2.1.197";
+
+/// The loss of a source record Claude Code has no form for (a carrier).
+const SOURCE_RECORD: &str = "source_record";
 
 /// Claude Code's marker for an assistant message no Anthropic model produced (format reference §6).
 pub const SYNTHETIC_MODEL: &str = "<synthetic>";
@@ -145,6 +148,36 @@ impl ForeignWriter {
         stream.start(target.losses);
         stream.message(message, target.losses);
         stream.write(target)
+    }
+
+    /// A carrier of a foreign session as its source line. Claude Code has no form for it: all it
+    /// does to the conversation is count a `source_record` loss and, if its record names one,
+    /// set the model in force. So once that loss has its first place and the session has begun,
+    /// a line that cannot name a model (none of the keys `find_model` reads, `"model"`,
+    /// `"modelID"`, `"modelId"`, in its text: a carried line has no escaped keys) is only
+    /// counted, and its message is never built; any other goes the message's way.
+    /// What is written and reported is the same either way.
+    pub fn carried(
+        &mut self,
+        carried: &CarriedLine<'_>,
+        target: &mut Target<'_>,
+    ) -> Result<(), WriteError> {
+        let Some(&i) = self.index.get(carried.session_id().as_str()) else {
+            return Ok(());
+        };
+        let line = carried.line();
+        let may_name_a_model = ["\"model\"", "\"modelID\"", "\"modelId\""]
+            .iter()
+            .any(|key| line.contains(key));
+        let counted_only = self.streams[i].started
+            && target.losses.kinds.contains_key(SOURCE_RECORD)
+            && !may_name_a_model;
+        if !counted_only {
+            return self.message(&carried.message(), target);
+        }
+        // The kind has its first place and text already: this only counts.
+        target.losses.record(SOURCE_RECORD, "", "");
+        Ok(())
     }
 
     /// The end of the source: every held response is written (its unanswered calls left out),
@@ -548,7 +581,7 @@ impl Stream {
                 .and_then(Value::as_str)
                 .unwrap_or("untyped");
             losses.record(
-                "source_record",
+                SOURCE_RECORD,
                 at,
                 format_args!(
                     "a `{kind}` record of the source maps to no message and has no Claude Code form"

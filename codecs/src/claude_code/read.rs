@@ -209,6 +209,9 @@ struct Survey {
     groups: Vec<Group>,
     /// By line number less one; `None` for a line the survey could not read.
     lines: Vec<Option<SurveyedLine>>,
+    /// The records of each line that holds several (`{...}{...}`), in order; `None` for one the
+    /// survey could not read.
+    several: HashMap<u64, Vec<Option<SurveyedLine>>>,
 }
 
 /// What the survey learned about one line.
@@ -250,15 +253,11 @@ fn survey(source: &Origin, held: Option<&[u8]>) -> Result<Survey, ParseError> {
     let agent_file = is_agent_file(source);
     let mut groups = vec![Group::new(GroupKind::File, 1)];
     let mut lines = Vec::new();
+    let mut several = HashMap::new();
     let mut uuid_group: HashMap<String, (usize, u64)> = HashMap::new();
     let mut agent_group: HashMap<String, usize> = HashMap::new();
-    each_line(source, held, |line, bytes| {
-        // Only the envelope fields the survey needs are decoded; the rest is skipped unbuilt.
-        // A line the second pass will reject (not JSON, not an object) is skipped here too.
-        let Ok(bytes) = bytes else { return };
-        let Some(scan) = jsonl::survey_fields(line, bytes, &SURVEY_FIELDS) else {
-            return;
-        };
+    // What the survey learns from one record (a line, or one of several records on a line).
+    let mut one = |line: u64, scan: &jsonl::SurveyLine<'_>, carried: bool| -> SurveyedLine {
         let sidechain = scan.bool("isSidechain") == Some(true);
         let group = if agent_file || !sidechain {
             0
@@ -296,15 +295,6 @@ fn survey(source: &Origin, held: Option<&[u8]>) -> Result<Survey, ParseError> {
                 }
             }
         }
-        let at = usize::try_from(line - 1).expect("a line number fits in memory");
-        if lines.len() <= at {
-            lines.resize(at + 1, None);
-        }
-        lines[at] = Some(SurveyedLine {
-            group,
-            duplicate_of,
-            carried: carried_as_is(&scan, bytes),
-        });
         let g = &mut groups[group];
         if duplicate_of.is_some() {
             g.duplicates += 1;
@@ -320,8 +310,44 @@ fn survey(source: &Origin, held: Option<&[u8]>) -> Result<Survey, ParseError> {
         if g.session_ref.is_none() {
             g.session_ref = scan.extract(source, "sessionId");
         }
+        SurveyedLine {
+            group,
+            duplicate_of,
+            carried,
+        }
+    };
+    each_line(source, held, |line, bytes| {
+        // Only the envelope fields the survey needs are decoded; the rest is skipped unbuilt.
+        // A line the second pass will reject (not JSON, not an object) is skipped here too.
+        let Ok(bytes) = bytes else { return };
+        let Some(scan) = jsonl::survey_fields(line, bytes, &SURVEY_FIELDS) else {
+            // A line of several records (`{...}{...}`): each is a record of its own, and none
+            // is carried as its text (the line is not one record).
+            if let Some(pieces) = jsonl::records_on_line(bytes) {
+                let records = pieces
+                    .iter()
+                    .enumerate()
+                    .map(|(i, piece)| {
+                        let scan = jsonl::survey_fields(line, piece, &SURVEY_FIELDS)?;
+                        Some(one(line, &scan.of_record(i as u64 + 1), false))
+                    })
+                    .collect();
+                several.insert(line, records);
+            }
+            return;
+        };
+        let surveyed = one(line, &scan, carried_as_is(&scan, bytes));
+        let at = usize::try_from(line - 1).expect("a line number fits in memory");
+        if lines.len() <= at {
+            lines.resize(at + 1, None);
+        }
+        lines[at] = Some(surveyed);
     })?;
-    Ok(Survey { groups, lines })
+    Ok(Survey {
+        groups,
+        lines,
+        several,
+    })
 }
 
 /// One session being read: made once its first record comes, or refused with an error.
@@ -348,32 +374,12 @@ fn read_source(
     let mut slots: Vec<Slot> = survey.groups.iter().map(|_| Slot::Pending).collect();
     let mut tool_names = HashMap::new();
     let mut parser = jsonl::LineParser::default();
-    let read = each_line(source, held.as_deref(), |line, bytes| {
-        // adapter-integrity-no-silent-drops: every bad line is a located, typed error.
-        let bytes = match bytes {
-            Ok(b) => b,
-            Err(e) => return emit(Err(e)),
-        };
-        let surveyed = usize::try_from(line - 1)
-            .ok()
-            .and_then(|at| survey.lines.get(at).copied().flatten());
-        // A held file's lines are the bytes the survey saw, so its verdict stands; a streamed
-        // file is read again, and the line is checked again.
-        let carrier = raw_carriers
-            && match (&held, surveyed) {
-                (Some(_), Some(s)) => s.carried,
-                (Some(_), None) => false,
-                (None, _) => jsonl::scan_strict(line, bytes, &["type", "timestamp"], &|_, _| false)
-                    .is_some_and(|scan| carried_as_is(&scan, bytes)),
-            };
-        let record = if carrier {
-            None
-        } else {
-            match parser.record(source, line, bytes) {
-                Ok(r) => Some(r),
-                Err(e) => return emit(Err(e)),
-            }
-        };
+    // Places one record: `record` is `None` for a line carried as its text (`bytes`).
+    let mut place = |at: Locator,
+                     bytes: &[u8],
+                     surveyed: Option<SurveyedLine>,
+                     record: Option<pond_canonical::Record<'_>>,
+                     emit: &mut dyn FnMut(Result<Item<'_>, ParseError>)| {
         let Some(SurveyedLine {
             group,
             duplicate_of,
@@ -384,7 +390,7 @@ fn read_source(
             let kind = ParseErrorKind::Unrecognized {
                 detail: "the file changed while it was being read".into(),
             };
-            return emit(Err(source.error(Locator::Line(line), kind)));
+            return emit(Err(source.error(at, kind)));
         };
         if let Slot::Pending = slots[group] {
             let mut emit_event = |item: Result<Event, ParseError>| emit(item.map(Item::Event));
@@ -397,7 +403,7 @@ fn read_source(
             // Checked by `carried_as_is` to be a JSON object placed whole: the message is what the
             // record path below gives, built only if a writer asks for it.
             let message = || {
-                let record = pond_canonical::Record::from_json_line(source, line, bytes)
+                let record = pond_canonical::Record::from_json_at(source, at.clone(), bytes)
                     .expect("the line was checked to be a JSON object");
                 let mut ctx = LineContext {
                     session: id,
@@ -421,6 +427,49 @@ fn read_source(
             emit(Err(e));
         }
         emit(Ok(Item::Event(Event::Message(message))));
+    };
+    let read = each_line(source, held.as_deref(), |line, bytes| {
+        // adapter-integrity-no-silent-drops: every bad line is a located, typed error.
+        let bytes = match bytes {
+            Ok(b) => b,
+            Err(e) => return emit(Err(e)),
+        };
+        let surveyed = usize::try_from(line - 1)
+            .ok()
+            .and_then(|at| survey.lines.get(at).copied().flatten());
+        // A held file's lines are the bytes the survey saw, so its verdict stands; a streamed
+        // file is read again, and the line is checked again.
+        let carrier = raw_carriers
+            && match (&held, surveyed) {
+                (Some(_), Some(s)) => s.carried,
+                (Some(_), None) => false,
+                (None, _) => jsonl::scan_strict(line, bytes, &["type", "timestamp"], &|_, _| false)
+                    .is_some_and(|scan| carried_as_is(&scan, bytes)),
+            };
+        if carrier {
+            return place(Locator::Line(line), bytes, surveyed, None, emit);
+        }
+        let fault = match parser.record(source, line, bytes) {
+            Ok(record) => return place(Locator::Line(line), bytes, surveyed, Some(record), emit),
+            Err(fault) => fault,
+        };
+        // A line of several records (`{...}{...}`): a warning, then each record in order, as
+        // the survey saw them.
+        let Some(pieces) = jsonl::records_on_line(bytes) else {
+            return emit(Err(fault));
+        };
+        emit(Err(jsonl::several_records(source, line, pieces.len())));
+        let surveyed = survey.several.get(&line);
+        for (i, piece) in pieces.into_iter().enumerate() {
+            let at = jsonl::record_locator(line, i as u64 + 1);
+            match parser.record_at(source, at.clone(), piece) {
+                Ok(record) => {
+                    let s = surveyed.and_then(|s| s.get(i).copied().flatten());
+                    place(at, piece, s, Some(record), emit);
+                }
+                Err(e) => emit(Err(e)),
+            }
+        }
     });
     if let Err(e) = read {
         emit(Err(e));
@@ -460,7 +509,9 @@ fn open_session(
             _ => trunk.project.clone(),
         })
         .and_then(Project::from_extracted);
-    let Some(project) = project else {
+    // Else the project the person running pond named (`--project`), marked as theirs.
+    let user_project = project.is_none();
+    let Some(project) = project.or_else(|| crate::discover::user_project(source)) else {
         emit(Err(source.error(at, ParseErrorKind::NoProject)));
         return Slot::Refused;
     };
@@ -512,6 +563,9 @@ fn open_session(
     if let Some(parent) = parent {
         // A plain spawn: parent session only, no cut-point (spec 4.5).
         session.set_parent(SessionId::from(parent), None);
+    }
+    if user_project {
+        crate::discover::mark_project_from(&mut session, "user");
     }
     let options = options_ns(&mut session.options, "source");
     options.insert(

@@ -19,6 +19,7 @@
 //! | where | key | what |
 //! |---|---|---|
 //! | message | `source.line` | 1-based line in the source file |
+//! | message | `source.record_in_line` | for the 2nd, 3rd ... of several records written on one line (`{...}{...}`) |
 //! | message | `source.envelope` | the record's fields not placed elsewhere |
 //! | message | `source.content` | `"string"` or `"array"`: the form of `message.content` |
 //! | message | `source.opaque_blocks` | `[[index, block], ...]`: blocks no part type holds |
@@ -149,9 +150,10 @@ pub(crate) fn record_timestamp(
 /// the message is still complete.
 pub(crate) fn place(record: Record<'_>, ctx: &mut LineContext<'_>) -> (Message, Vec<ParseError>) {
     let mut errors = Vec::new();
-    let line = match record.locator() {
-        pond_canonical::Locator::Line(n) => Some(*n),
-        _ => None,
+    let (line, record_in_line) = match record.locator() {
+        pond_canonical::Locator::Line(n) => (Some(*n), None),
+        pond_canonical::Locator::LineRecord { line, record } => (Some(*line), Some(*record)),
+        _ => (None, None),
     };
     let id = message_id(&record, ctx.duplicate_of);
     let own_time = record_timestamp(&record, &mut errors);
@@ -189,6 +191,10 @@ pub(crate) fn place(record: Record<'_>, ctx: &mut LineContext<'_>) -> (Message, 
     let source = options_ns(options, "source");
     if let Some(line) = line {
         source.insert("line".into(), Value::from(line));
+    }
+    if let Some(record) = record_in_line {
+        // One of several records that shared a line; the native write gives it a line of its own.
+        source.insert("record_in_line".into(), Value::from(record));
     }
     if let Some(first) = ctx.duplicate_of {
         // adapter-integrity-dedup: the repeated uuid is kept (native write reproduces the line),

@@ -146,6 +146,7 @@ impl SessionWriter for ClaudeCodeWriter {
                 self.line.push(b'\n');
                 target.out.append(path, &self.line)
             }
+            _ if self.foreign.holds(session) => self.foreign.carried(carried, target),
             _ => self.message(&carried.message(), target),
         }
     }

@@ -7,10 +7,20 @@
 //! The mapping is one rollout line to one canonical message, so a native write is a pure,
 //! line-by-line inverse (adapter-native-restore-lossless):
 //!
-//! * `session_meta` (the first one) is the [`Session`](pond_canonical::Session): id from
-//!   `payload.id`, project from `payload.cwd` (model-project-non-empty), `created_at` from
+//! * `session_meta` (the first one; in G0 the bare header) is the
+//!   [`Session`](pond_canonical::Session): id from `payload.id`, `created_at` from
 //!   `payload.timestamp`; a fork's `forked_from_id` and `history_base` (or a sub-agent's
 //!   `parent_thread_id`) give the parent pointers. The line's other fields go to `options.source`.
+//! * The project (model-project-non-empty) is the working directory, from the first of these
+//!   places the rollout has: the header's `cwd` (G1, G2, late G0); else, in file order, a
+//!   `turn_context` line's `payload.cwd`, the `<cwd>` of an `<environment_context>` block in a user
+//!   message (a response item, a bare G0 item, or an `event_msg` `user_message`), or the folder of
+//!   an `# AGENTS.md instructions for <cwd>` user message (early G0 headers name no `cwd`; their
+//!   first user message carries the environment context). Else the project the person running
+//!   pond named (`--project`). A project from anywhere but the header is marked in
+//!   `options.pond.project_from` (`turn_context`, `environment_context`, `agents_md`, `user`); a
+//!   rollout with none of these is refused with `NoProject` (model-no-synthesis). The native
+//!   write puts `cwd` back only where the header had it.
 //! * `response_item` (or a bare G0 item) of a kind with content becomes a message with typed parts
 //!   ([`items`]); every field not turned into a part stays in `options.source.payload`, the
 //!   envelope's leftovers in `options.source.envelope`, and the names of the fields taken in

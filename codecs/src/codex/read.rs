@@ -4,11 +4,11 @@
 use super::items::{map_item, mappable, put};
 use super::{NAME, keys};
 use crate::face::{CarriedLine, Item, ReadFace, Sniff};
-use crate::jsonl;
+use crate::{discover, jsonl};
 use pond_canonical::bounded::bounded_object;
 use pond_canonical::{
-    Event, Locator, Message, MessageId, Origin, ParseError, ParseErrorKind, Project, Record,
-    Session, SessionId, SystemMessage, Timestamp,
+    Event, Extracted, Locator, Message, MessageId, Origin, ParseError, ParseErrorKind, Project,
+    Record, Session, SessionId, SystemMessage, Timestamp,
 };
 use serde_json::Value;
 use std::collections::HashSet;
@@ -187,10 +187,11 @@ fn read_rollout(
             let text = std::str::from_utf8(bytes).expect("the line was checked to be UTF-8");
             return emit(Ok(Item::Carried(CarriedLine::new(session, text, &message))));
         }
-        match parser.record(source, line, bytes) {
+        // A line of several records (`{...}{...}`) gives each of them, after a warning.
+        parser.each_record(source, line, bytes, &mut |record| match record {
             Ok(record) => rollout.record(record, &mut |e| emit(e.map(Item::Event))),
             Err(e) => emit(Err(e)),
-        }
+        });
     });
     rollout.finish(&mut |e| emit(e.map(Item::Event)));
 }
@@ -453,24 +454,31 @@ fn session_from_header(
         return Err(err(ParseErrorKind::MissingField { field: field("id") }));
     };
     taken.push("id");
-    // model-project-non-empty: the project is the session's cwd, or the session is not converted.
+    // model-project-non-empty: the project is the session's cwd where the header names it, else
+    // the first other place of the rollout that names it (`project_in_body`), else the one the
+    // person running pond named (`--project`); with none of them the session is not converted.
     let has_cwd = payload
         .get()
         .get("cwd")
         .and_then(Value::as_str)
         .is_some_and(|c| !c.trim().is_empty());
+    let mut project_from = None;
     let project = if has_cwd {
+        taken.push("cwd");
         payload
             .take("cwd")
             .and_then(|v| v.into_string().ok())
             .and_then(Project::from_extracted)
+    } else if let Some((cwd, place)) = project_in_body(origin) {
+        project_from = Some(place);
+        Project::from_extracted(cwd)
     } else {
-        None
+        project_from = Some("user");
+        discover::user_project(origin)
     };
     let Some(project) = project else {
         return Err(err(ParseErrorKind::NoProject));
     };
-    taken.push("cwd");
     let start = payload
         .field("timestamp")
         .and_then(|t| t.as_str())
@@ -519,6 +527,9 @@ fn session_from_header(
         .map(SessionId::from);
 
     let mut session = Session::new(SessionId::from(id), NAME, created_at, project);
+    if let Some(place) = project_from {
+        discover::mark_project_from(&mut session, place);
+    }
     if let Some(parent) = forked_from {
         session.set_parent(parent, cut_point);
     } else if let Some(parent) = spawned_by {
@@ -548,4 +559,256 @@ fn session_from_header(
     put(options, "source", keys::PRECEDING, Value::from(preceding));
     put(options, "pond", keys::TAKEN, Value::from(taken));
     Ok(session)
+}
+
+/// Where a rollout whose header names no `cwd` (the early G0 format's bare header
+/// `{"id","timestamp","instructions","git"}`) names its working directory, in file order: the
+/// first of
+/// * a `turn_context` line's `payload.cwd` (`"turn_context"`);
+/// * the `<cwd>` of an `<environment_context>` block in a user message's text, as a response
+///   item, a bare G0 item, or an `event_msg` `user_message` (`"environment_context"`);
+/// * the folder of an `# AGENTS.md instructions for <cwd>` user message (`"agents_md"`).
+///
+/// The rollout is read once more for this, line by line (its header has been read, but the
+/// session must precede its messages: adapter-integrity-event-ordering), and only when the header
+/// names no `cwd`. Faults are left to the reading pass that reports them.
+fn project_in_body(origin: &Origin) -> Option<(Extracted<String>, &'static str)> {
+    let input = open(origin).ok()?;
+    let mut found = None;
+    let mut parser = jsonl::LineParser::default();
+    jsonl::read_lines(origin, input, |line, bytes| {
+        let Ok(bytes) = bytes else { return };
+        if found.is_some()
+            || (memchr::memmem::find(bytes, b"cwd").is_none()
+                && memchr::memmem::find(bytes, AGENTS_MD.as_bytes()).is_none())
+        {
+            return;
+        }
+        if let Ok(record) = parser.record(origin, line, bytes) {
+            found = project_in_record(&record);
+        }
+    });
+    found
+}
+
+/// The heading of the user message that carries AGENTS.md (Codex 0.5x and later).
+const AGENTS_MD: &str = "# AGENTS.md instructions for ";
+
+/// The working directory one record names, and where ([`project_in_body`]).
+fn project_in_record(record: &Record<'_>) -> Option<(Extracted<String>, &'static str)> {
+    let kind = record.str("type").map(|t| *t.get());
+    if let Some(payload) = record.get("payload") {
+        return match kind {
+            Some("turn_context") => payload
+                .field("cwd")
+                .and_then(|c| c.as_str())
+                .filter(|c| !c.get().trim().is_empty())
+                .map(|c| (c.to_owned(), "turn_context")),
+            Some("response_item") => project_in_message(&payload),
+            Some("event_msg") => {
+                let user = payload
+                    .field("type")
+                    .and_then(|t| t.as_str())
+                    .is_some_and(|t| *t.get() == "user_message");
+                let text = payload.field("message").and_then(|m| m.as_str())?;
+                user.then(|| project_in_text(text)).flatten()
+            }
+            _ => None,
+        };
+    }
+    // A bare G0 item: the record is the item.
+    if kind != Some("message") || record.str("role").is_none_or(|r| *r.get() != "user") {
+        return None;
+    }
+    record.get("content")?.items()?.find_map(|c| {
+        c.field("text")
+            .and_then(|t| t.as_str())
+            .and_then(project_in_text)
+    })
+}
+
+/// [`project_in_record`] for a response item's payload.
+fn project_in_message(item: &Extracted<&Value>) -> Option<(Extracted<String>, &'static str)> {
+    let is = |key: &str, want: &str| {
+        item.field(key)
+            .and_then(|v| v.as_str())
+            .is_some_and(|v| *v.get() == want)
+    };
+    if !is("type", "message") || !is("role", "user") {
+        return None;
+    }
+    item.field("content")?.items()?.find_map(|c| {
+        c.field("text")
+            .and_then(|t| t.as_str())
+            .and_then(project_in_text)
+    })
+}
+
+/// The working directory a user message's text names: the `<cwd>` of its
+/// `<environment_context>` block (XML entities decoded), or the folder of an AGENTS.md heading.
+fn project_in_text(text: Extracted<&str>) -> Option<(Extracted<String>, &'static str)> {
+    let t = *text.get();
+    if let Some(start) = t.find("<environment_context>") {
+        let rest = &t[start..];
+        let open = rest.find("<cwd>")? + "<cwd>".len();
+        let close = open + rest[open..].find("</cwd>")?;
+        let range = start + open..start + close;
+        return text
+            .derive_opt(|t| Some(decode_xml_text(t[range].trim())).filter(|c| !c.is_empty()))
+            .map(|c| (c, "environment_context"));
+    }
+    let after = t.strip_prefix(AGENTS_MD)?;
+    let len = after.find('\n').unwrap_or(after.len());
+    let range = AGENTS_MD.len()..AGENTS_MD.len() + len;
+    text.derive_opt(|t| Some(t[range].trim().to_owned()).filter(|c| !c.is_empty()))
+        .map(|c| (c, "agents_md"))
+}
+
+/// Text with the five XML entities Codex's serializer escapes (`&amp;` ...) decoded.
+fn decode_xml_text(text: &str) -> String {
+    if !text.contains('&') {
+        return text.to_owned();
+    }
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const G0_HEADER: &str = r#"{"id":"0198b2c4-5e1a-7f30-9c2d-4b6e8a0f1d27","timestamp":"2025-08-14T09:12:03.517Z","instructions":null,"git":{"branch":"main"}}"#;
+    const ENVELOPE_HEADER: &str = r#"{"timestamp":"2025-10-01T10:00:00.000Z","type":"session_meta","payload":{"id":"0199aaaa-0000-7000-8000-000000000001","timestamp":"2025-10-01T10:00:00.000Z","originator":"codex_cli_rs","cli_version":"0.40.0"}}"#;
+
+    /// Reads a rollout made of `lines` (in a scratch file named `name`), optionally with a
+    /// project the person running pond named; returns its session (if any) and its faults.
+    fn read(name: &str, lines: &[&str], user: Option<&str>) -> (Option<Session>, Vec<ParseError>) {
+        let dir =
+            std::env::temp_dir().join(format!("pond-codex-project-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rollout-2025-08-14T09-12-03-0198b2c4.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let mut origin = Origin::new(NAME, &path, "rollout.jsonl");
+        if let Some(p) = user {
+            origin = origin.with_user_project(p);
+        }
+        let mut session = None;
+        let mut faults = Vec::new();
+        CodexReader.read(&origin, &mut |item| match item {
+            Ok(Event::Session(s)) => session = Some(s),
+            Ok(Event::Message(_)) => {}
+            Err(e) => faults.push(e),
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
+        (session, faults)
+    }
+
+    fn project_of(session: &Option<Session>) -> (&str, Option<&str>) {
+        let s = session.as_ref().expect("a session");
+        let from = s
+            .options
+            .get("pond")
+            .and_then(|p| p.get(crate::discover::PROJECT_FROM))
+            .and_then(Value::as_str);
+        (s.project.as_str(), from)
+    }
+
+    fn user_text(text: &str) -> String {
+        serde_json::json!({"type":"message","role":"user","content":[{"type":"input_text","text":text}]}).to_string()
+    }
+
+    #[test]
+    fn the_header_cwd_is_the_project() {
+        let header = r#"{"id":"0198aaaa-bbbb-7ccc-8ddd-eeeeffff0003","timestamp":"2025-08-01T10:00:00.000Z","cwd":"/srv/a"}"#;
+        let env =
+            user_text("<environment_context>\n  <cwd>/srv/other</cwd>\n</environment_context>");
+        let (s, faults) = read("header", &[header, &env], None);
+        assert!(faults.is_empty(), "{faults:?}");
+        assert_eq!(project_of(&s), ("/srv/a", None));
+        let taken = s.unwrap().options["pond"][keys::TAKEN].clone();
+        assert!(taken.as_array().unwrap().iter().any(|k| k == "cwd"));
+    }
+
+    #[test]
+    fn an_environment_context_in_a_bare_g0_item_names_the_project() {
+        let env = user_text(
+            "<environment_context>\n  <cwd>/home/dev/a &amp; b</cwd>\n  <shell>bash</shell>\n</environment_context>",
+        );
+        let (s, faults) = read(
+            "g0-env",
+            &[G0_HEADER, r#"{"record_type":"state"}"#, &env],
+            None,
+        );
+        assert!(faults.is_empty(), "{faults:?}");
+        assert_eq!(
+            project_of(&s),
+            ("/home/dev/a & b", Some("environment_context"))
+        );
+        // The header had no cwd, so the native write must not add one.
+        let taken = s.unwrap().options["pond"][keys::TAKEN].clone();
+        assert!(!taken.as_array().unwrap().iter().any(|k| k == "cwd"));
+    }
+
+    #[test]
+    fn an_environment_context_in_a_response_item_names_the_project() {
+        let env = serde_json::json!({"timestamp":"2025-10-01T10:00:01.000Z","type":"response_item","payload":serde_json::from_str::<Value>(&user_text("<environment_context>\n  <cwd>/w/r</cwd>\n</environment_context>")).unwrap()}).to_string();
+        let (s, faults) = read("g1-env", &[ENVELOPE_HEADER, &env], None);
+        assert!(faults.is_empty(), "{faults:?}");
+        assert_eq!(project_of(&s), ("/w/r", Some("environment_context")));
+    }
+
+    #[test]
+    fn an_environment_context_in_a_user_message_event_names_the_project() {
+        let event = r#"{"timestamp":"2025-10-01T10:00:01.000Z","type":"event_msg","payload":{"type":"user_message","message":"<environment_context>\n  <cwd>/w/ev</cwd>\n</environment_context>","kind":"environment_context"}}"#;
+        let (s, faults) = read("event", &[ENVELOPE_HEADER, event], None);
+        assert!(faults.is_empty(), "{faults:?}");
+        assert_eq!(project_of(&s), ("/w/ev", Some("environment_context")));
+    }
+
+    #[test]
+    fn a_turn_context_names_the_project() {
+        let turn = r#"{"timestamp":"2025-10-01T10:00:01.000Z","type":"turn_context","payload":{"cwd":"/w/turn","model":"gpt-5"}}"#;
+        let env = user_text("<environment_context>\n  <cwd>/w/later</cwd>\n</environment_context>");
+        let (s, faults) = read("turn", &[ENVELOPE_HEADER, turn, &env], None);
+        assert!(faults.is_empty(), "{faults:?}");
+        // The first place in file order.
+        assert_eq!(project_of(&s), ("/w/turn", Some("turn_context")));
+    }
+
+    #[test]
+    fn an_agents_md_heading_names_the_project() {
+        let agents = user_text(
+            "# AGENTS.md instructions for /w/agents\n\n<INSTRUCTIONS>\nbe brief\n</INSTRUCTIONS>",
+        );
+        let (s, faults) = read("agents", &[G0_HEADER, &agents], None);
+        assert!(faults.is_empty(), "{faults:?}");
+        assert_eq!(project_of(&s), ("/w/agents", Some("agents_md")));
+    }
+
+    #[test]
+    fn a_project_the_user_names_is_used_only_where_the_rollout_names_none() {
+        let plain = user_text("hello");
+        let (s, faults) = read("user", &[G0_HEADER, &plain], Some("/home/me/proj"));
+        assert!(faults.is_empty(), "{faults:?}");
+        assert_eq!(project_of(&s), ("/home/me/proj", Some("user")));
+        // The rollout's own project wins over the user's.
+        let env = user_text("<environment_context>\n  <cwd>/w/own</cwd>\n</environment_context>");
+        let (s, _) = read("user-loses", &[G0_HEADER, &env], Some("/home/me/proj"));
+        assert_eq!(project_of(&s), ("/w/own", Some("environment_context")));
+    }
+
+    #[test]
+    fn a_rollout_naming_no_project_anywhere_is_refused() {
+        // model-no-synthesis: pond never picks one itself.
+        let plain = user_text("hello, <cwd>not in an environment context</cwd>");
+        let empty = user_text("<environment_context>\n  <cwd>  </cwd>\n</environment_context>");
+        let (s, faults) = read("none", &[G0_HEADER, &plain, &empty], None);
+        assert!(s.is_none());
+        assert_eq!(faults.len(), 1, "{faults:?}");
+        assert_eq!(faults[0].kind, ParseErrorKind::NoProject);
+        assert_eq!(faults[0].locator, Locator::Line(1));
+    }
 }

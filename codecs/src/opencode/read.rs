@@ -132,11 +132,16 @@ pub(crate) fn emit_session(origin: &Origin, mut s: SourceSession, emit: Emit<'_>
                 Project::from_extracted(root.as_str()?.to_owned())
             })
         });
-    let Some(project) = project else {
+    // Else the project the person running pond named (`--project`), marked as theirs.
+    let user_project = project.is_none();
+    let Some(project) = project.or_else(|| crate::discover::user_project(origin)) else {
         return emit(Err(doc.error(ParseErrorKind::NoProject)));
     };
 
     let mut session = Session::new(id, NAME, created, project);
+    if user_project {
+        crate::discover::mark_project_from(&mut session, "user");
+    }
     if let Some(Ok(parent)) = info.take("parentID").map(Extracted::into_string) {
         // A subagent child or a fork: opencode records no cut-point.
         session.set_parent(SessionId::from(parent), None);

@@ -274,18 +274,20 @@ fn column_json(v: ValueRef<'_>) -> Value {
     }
 }
 
-/// Rows of `sql` as column-name maps.
+/// Rows of `sql` as maps from the names in `columns` (the query's columns, in order) to values.
+/// The names are given, never asked of rusqlite: its column names panic on a name that is not
+/// UTF-8, which a damaged database can hold (a fuzz finding, `fuzz/regressions/opencode_db`).
 fn rows(
     conn: &Connection,
     sql: &str,
     params: &[&dyn rusqlite::ToSql],
+    columns: &[String],
 ) -> rusqlite::Result<Vec<Map<String, Value>>> {
     let mut stmt = conn.prepare(sql)?;
-    let names: Vec<String> = stmt
-        .column_names()
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
+    if stmt.column_count() != columns.len() {
+        return Err(rusqlite::Error::InvalidColumnIndex(columns.len()));
+    }
+    let names = columns;
     let mapped = stmt.query_map(params, |row| {
         let mut map = Map::new();
         for (i, name) in names.iter().enumerate() {
@@ -294,6 +296,24 @@ fn rows(
         Ok(map)
     })?;
     mapped.collect()
+}
+
+/// The names of `table`'s columns in their order (the order `SELECT *` gives them), read as
+/// values, so a name that is not UTF-8 is read lossily instead of panicking.
+fn table_columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid")?;
+    let names = stmt.query_map([table], |row| {
+        Ok(match column_json(row.get_ref(0)?) {
+            Value::String(s) => s,
+            other => other.to_string(),
+        })
+    })?;
+    names.collect()
+}
+
+/// The fixed column names of a query that lists its columns.
+fn named(columns: &[&str]) -> Vec<String> {
+    columns.iter().map(|c| (*c).to_owned()).collect()
 }
 
 /// A JSON column's text parsed, or the fault.
@@ -432,7 +452,9 @@ fn load_db(source: &Origin, emit: Emit<'_>) -> Vec<SourceSession> {
     }
     let mut projects: BTreeMap<String, (Locator, Value)> = BTreeMap::new();
     if names.contains("project") {
-        match rows(&conn, "SELECT * FROM project ORDER BY id", &[]) {
+        let found = table_columns(&conn, "project")
+            .and_then(|c| rows(&conn, "SELECT * FROM project ORDER BY id", &[], &c));
+        match found {
             Ok(found) => {
                 for row in found {
                     if let Some(id) = row.get("id").and_then(Value::as_str) {
@@ -447,11 +469,15 @@ fn load_db(source: &Origin, emit: Emit<'_>) -> Vec<SourceSession> {
     // Sessions with a `session` row, then sessions whose messages have none (a partial database).
     let mut heads: Vec<(Locator, Map<String, Value>)> = Vec::new();
     if names.contains("session") {
-        match rows(
-            &conn,
-            "SELECT * FROM session ORDER BY time_created, id",
-            &[],
-        ) {
+        let found = table_columns(&conn, "session").and_then(|c| {
+            rows(
+                &conn,
+                "SELECT * FROM session ORDER BY time_created, id",
+                &[],
+                &c,
+            )
+        });
+        match found {
             Ok(found) => {
                 for row in found {
                     let id = row.get("id").and_then(Value::as_str).unwrap_or_default();
@@ -468,7 +494,7 @@ fn load_db(source: &Origin, emit: Emit<'_>) -> Vec<SourceSession> {
     } else {
         "SELECT DISTINCT session_id FROM message ORDER BY session_id"
     };
-    match rows(&conn, orphan_sql, &[]) {
+    match rows(&conn, orphan_sql, &[], &named(&["session_id"])) {
         Ok(found) => {
             for mut row in found {
                 if let Some(id) = row.remove("session_id") {
@@ -502,6 +528,7 @@ fn load_db(source: &Origin, emit: Emit<'_>) -> Vec<SourceSession> {
             &conn,
             "SELECT id, session_id, data FROM message WHERE session_id = ?1 ORDER BY time_created, id",
             &[&sid],
+            &named(&["id", "session_id", "data"]),
         );
         for row in found.unwrap_or_else(|e| {
             emit(Err(db_error(e)));
@@ -535,6 +562,7 @@ fn load_db(source: &Origin, emit: Emit<'_>) -> Vec<SourceSession> {
                 &conn,
                 "SELECT id, message_id, session_id, data FROM part WHERE message_id = ?1 ORDER BY id",
                 &[&mid_str],
+                &named(&["id", "message_id", "session_id", "data"]),
             );
             for prow in found.unwrap_or_else(|e| {
                 emit(Err(db_error(e)));

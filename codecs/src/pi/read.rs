@@ -17,7 +17,7 @@
 //! their index); a block's own leftovers go to its part's `options.pi`.
 
 use super::NAME;
-use crate::jsonl::{open, read_lines};
+use crate::jsonl::{LineParser, open, read_lines};
 use pond_canonical::bounded::bounded_object;
 use pond_canonical::{
     AssistantMessage, Event, Extracted, FileData, FilePart, Json, Locator, Message, MessageId,
@@ -38,6 +38,8 @@ pub(crate) fn is_header(v: &Value) -> bool {
 
 struct Entry<'o> {
     line: u64,
+    /// Which record of its line the entry is: 1 but for a line of several records.
+    record_in_line: u64,
     record: Record<'o>,
     /// Index of the parent entry (`parentId`, or the previous entry for a version-1 file).
     parent: Option<usize>,
@@ -51,39 +53,48 @@ pub(crate) fn read(origin: &Origin, emit: Emit<'_>) {
     let mut header: Option<Record<'_>> = None;
     let mut entries: Vec<Entry<'_>> = Vec::new();
     let mut unrecognized = false;
+    let mut parser = LineParser::default();
     read_lines(origin, file, |line, bytes| {
-        if unrecognized {
-            return;
-        }
-        let item = bytes.and_then(|b| Record::from_json_line(origin, line, b));
-        match item {
-            Err(e) => emit(Err(e)),
-            Ok(record) => {
-                if header.is_none() && entries.is_empty() {
-                    let whole = Value::Object(record.whole().into_inner().clone());
-                    if is_header(&whole) {
-                        header = Some(record);
-                    } else {
-                        unrecognized = true;
-                        emit(Err(record.error(ParseErrorKind::Unrecognized {
+        let bytes = match bytes {
+            Ok(b) => b,
+            Err(e) => return emit(Err(e)),
+        };
+        // A line of several records (`{...}{...}`) gives each of them, after a warning.
+        parser.each_record(origin, line, bytes, &mut |item| {
+            if unrecognized {
+                return;
+            }
+            match item {
+                Err(e) => emit(Err(e)),
+                Ok(record) => {
+                    if header.is_none() && entries.is_empty() {
+                        let whole = Value::Object(record.whole().into_inner().clone());
+                        if is_header(&whole) {
+                            header = Some(record);
+                        } else {
+                            unrecognized = true;
+                            emit(Err(record.error(ParseErrorKind::Unrecognized {
                             detail:
                                 "not a pi session file: the first record is not a `session` header"
                                     .into(),
                         })));
+                        }
+                        return;
                     }
-                    return;
+                    let (line, record_in_line) = match record.locator() {
+                        Locator::Line(n) => (*n, 1),
+                        Locator::LineRecord { line, record } => (*line, *record),
+                        _ => (0, 1),
+                    };
+                    entries.push(Entry {
+                        line,
+                        record_in_line,
+                        record,
+                        parent: None,
+                    });
                 }
-                let line = match record.locator() {
-                    Locator::Line(n) => *n,
-                    _ => 0,
-                };
-                entries.push(Entry {
-                    line,
-                    record,
-                    parent: None,
-                });
             }
-        }
+        });
     });
     let Some(mut header) = header else {
         if !unrecognized {
@@ -145,10 +156,12 @@ pub(crate) fn read(origin: &Origin, emit: Emit<'_>) {
             header.error(ParseErrorKind::MissingField { field: "id".into() })
         ));
     };
-    let Some(project) = header
+    let from_header = header
         .str("cwd")
-        .and_then(|c| Project::from_extracted(c.to_owned()))
-    else {
+        .and_then(|c| Project::from_extracted(c.to_owned()));
+    // Else the project the person running pond named (`--project`), marked as theirs.
+    let user_project = from_header.is_none();
+    let Some(project) = from_header.or_else(|| crate::discover::user_project(origin)) else {
         return emit(Err(header.error(ParseErrorKind::NoProject)));
     };
     let created = match header.str("timestamp").map(Timestamp::parse) {
@@ -177,6 +190,9 @@ pub(crate) fn read(origin: &Origin, emit: Emit<'_>) {
         Value::Object(bounded_object(header.into_rest())),
     );
     options_ns(&mut session.options, "source").insert("file".into(), Value::from(file.as_str()));
+    if user_project {
+        crate::discover::mark_project_from(&mut session, "user");
+    }
     let main_id = session.id.clone();
 
     let main: BTreeSet<usize> = entries
@@ -227,6 +243,9 @@ pub(crate) fn read(origin: &Origin, emit: Emit<'_>) {
         let mut child = Session::new(child_id.clone(), NAME, started, project.clone());
         child.set_parent(main_id.clone(), cut.map(|c| ids[c].clone()));
         options_ns(&mut child.options, "source").insert("file".into(), Value::from(file.as_str()));
+        if user_project {
+            crate::discover::mark_project_from(&mut child, "user");
+        }
         emit(Ok(Event::Session(child)));
         for i in own {
             let m = map_entry(&entries[i], &ids[i], &child_id, &created, &file);
@@ -249,10 +268,15 @@ fn entry_time(record: &Record<'_>, anchor: &Timestamp) -> Timestamp {
 }
 
 /// Marks where the message sits in its file, for the native write.
-fn mark_source(message: &mut Message, file: &str, line: u64, positional: bool) {
+fn mark_source(message: &mut Message, file: &str, entry: &Entry<'_>, positional: bool) {
     let source = options_ns(message.options_mut(), "source");
     source.insert("file".into(), Value::from(file));
-    source.insert("line".into(), Value::from(line));
+    source.insert("line".into(), Value::from(entry.line));
+    if entry.record_in_line > 1 {
+        // The second (third, ...) record of a line that held several: the native write puts it
+        // on a line of its own, right after the one before it.
+        source.insert("record_in_line".into(), Value::from(entry.record_in_line));
+    }
     if positional {
         source.insert("id_from_position".into(), Value::from(true));
     }
@@ -268,7 +292,7 @@ fn map_entry(
     let timestamp = entry_time(&entry.record, anchor);
     let positional = entry.record.str("id").is_none();
     let mut message = map_record(entry.record.clone(), id, session, timestamp);
-    mark_source(&mut message, file, entry.line, positional);
+    mark_source(&mut message, file, entry, positional);
     message
 }
 

@@ -124,13 +124,15 @@ impl SessionWriter for FileWriter {
             return Ok(());
         };
         self.arrivals += 1;
-        let line = message
-            .options()
-            .get("source")
-            .and_then(|s| s.get("line"))
-            .and_then(Value::as_u64);
+        let source = message.options().get("source");
+        let line = source.and_then(|s| s.get("line")).and_then(Value::as_u64);
+        // Records that shared a line in the source (`{...}{...}`) each get a line of their own.
+        let record_in_line = source
+            .and_then(|s| s.get("record_in_line"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
         let key = match line {
-            Some(l) => (l, 0),
+            Some(l) => (l, record_in_line),
             None => (u64::MAX, self.arrivals),
         };
         self.files[i].1.entries.entry(key).or_insert(entry);

@@ -91,7 +91,15 @@ pub enum StoreError {
 }
 
 impl fmt::Display for StoreError {
+    /// The message, with every control character quoted from the input escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        pond_canonical::untrusted::write_escaped(f, |f| self.describe(f))
+    }
+}
+
+impl StoreError {
+    /// The message as it is made, before its control characters are escaped.
+    fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Conflict {
                 table,

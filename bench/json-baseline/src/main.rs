@@ -1,13 +1,14 @@
-//! The untyped baseline for `docs/benchmarks.md`: parse every line of a JSONL file into a
-//! `serde_json::Value` and write it back to stdout, streaming, as any tool does at the least.
+//! The naive baseline of docs/benchmarks.md: parse every line of a JSONL file into a
+//! `serde_json::Value` and write it back to stdout, streaming: the least a tool that reads and
+//! writes such a file does.
 //!
-//!     cargo build --release -p pond-codecs --example json_baseline
-//!     target/release/examples/json_baseline FILE > /dev/null
+//!     cargo build --release --manifest-path bench/json-baseline/Cargo.toml
+//!     bench/json-baseline/target/release/json-baseline FILE > OUT
 
 use std::io::{BufRead, BufWriter, Write};
 
 fn main() -> std::io::Result<()> {
-    let path = std::env::args().nth(1).expect("usage: json_baseline FILE");
+    let path = std::env::args().nth(1).expect("usage: json-baseline FILE");
     let input = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(path)?);
     let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
     for line in input.split(b'\n') {
