@@ -28,3 +28,41 @@ pond_require_cargo() {
     exit 2
   fi
 }
+
+# The real clients the server tests drive, pinned, installed once into ~/.cache/pond from the
+# package registries: the MCP Python SDK and schemathesis (PyPI) in a venv, the MCP Inspector
+# (npm). A stamp of the pins says whether what is there is current; the tests find the clients
+# at these paths (POND_TEST_PYTHON and POND_TEST_INSPECTOR name other copies).
+POND_TEST_PY_PINS="mcp==2.3.0 schemathesis==4.32.5"
+POND_TEST_NPM_PINS="@modelcontextprotocol/inspector@2.12.0"
+pond_ensure_test_clients() {
+  local cache="$HOME/.cache/pond" ok=0
+  if [ "$(cat "$cache/pytools/.pins" 2>/dev/null)" != "$POND_TEST_PY_PINS" ]; then
+    if command -v python3 >/dev/null 2>&1; then
+      echo "pond: installing $POND_TEST_PY_PINS into $cache/pytools" >&2
+      # shellcheck disable=SC2086
+      if rm -rf "$cache/pytools" && python3 -m venv "$cache/pytools" \
+          && "$cache/pytools/bin/pip" install --quiet $POND_TEST_PY_PINS >&2; then
+        printf '%s' "$POND_TEST_PY_PINS" > "$cache/pytools/.pins"
+      else
+        echo "pond: could not install $POND_TEST_PY_PINS" >&2; ok=1
+      fi
+    else
+      echo "pond: python3 not found; the MCP SDK and schemathesis tests will skip" >&2; ok=1
+    fi
+  fi
+  if [ "$(cat "$cache/npm-tools/.pins" 2>/dev/null)" != "$POND_TEST_NPM_PINS" ]; then
+    if command -v npm >/dev/null 2>&1; then
+      echo "pond: installing $POND_TEST_NPM_PINS into $cache/npm-tools" >&2
+      if mkdir -p "$cache/npm-tools" && (cd "$cache/npm-tools" \
+          && npm install --silent --no-audit --no-fund "$POND_TEST_NPM_PINS" >&2); then
+        printf '%s' "$POND_TEST_NPM_PINS" > "$cache/npm-tools/.pins"
+      else
+        echo "pond: could not install $POND_TEST_NPM_PINS" >&2; ok=1
+      fi
+    else
+      echo "pond: npm not found; the MCP Inspector test will skip" >&2; ok=1
+    fi
+  fi
+  return $ok
+}

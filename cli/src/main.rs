@@ -11,6 +11,8 @@ mod get_cmd;
 #[cfg(feature = "store")]
 mod search_cmd;
 #[cfg(feature = "store")]
+mod serve_cmd;
+#[cfg(feature = "store")]
 mod store_cmd;
 
 /// mimalloc: a conversion allocates and frees many small JSON values; the system allocator
@@ -106,6 +108,12 @@ enum Command {
     /// Write a stored session, with its child sessions, in any harness's format.
     #[cfg(feature = "store")]
     Restore(store_cmd::RestoreArgs),
+    /// Serve the store: HTTP+JSON (the default) or MCP over stdio.
+    #[cfg(feature = "store")]
+    Serve(serve_cmd::ServeArgs),
+    /// Serve the store over MCP on stdio (`serve --transport stdio`), or `mcp install` it in a harness.
+    #[cfg(feature = "store")]
+    Mcp(serve_cmd::McpArgs),
     /// Write the whole store as one compact `.pond` archive (index-free Lance datasets + manifest).
     #[cfg(feature = "store")]
     Export(archive_cmd::ExportArgs),
@@ -131,9 +139,27 @@ enum SchemaKind {
     /// A `pond_search` response.
     #[cfg(feature = "store")]
     SearchResponse,
+    /// A `pond_get` request.
+    #[cfg(feature = "store")]
+    GetRequest,
+    /// A `pond_get` response.
+    #[cfg(feature = "store")]
+    GetResponse,
+    /// A `pond_ingest` request.
+    #[cfg(feature = "store")]
+    IngestRequest,
+    /// A `pond_ingest` response.
+    #[cfg(feature = "store")]
+    IngestResponse,
+    /// `stats://pond`, what `pond status --json` prints.
+    #[cfg(feature = "store")]
+    Stats,
     /// The error body every operation may answer with (spec 7.4).
     #[cfg(feature = "store")]
     Error,
+    /// The OpenAPI document of the HTTP API.
+    #[cfg(feature = "store")]
+    Openapi,
 }
 
 /// A closed pipe ends pond quietly, as it ends any Unix tool (`pond sessions | head -3`): the
@@ -196,6 +222,10 @@ fn main() -> ExitCode {
         Command::Get(args) => get_cmd::run(args, cli.json),
         #[cfg(feature = "store")]
         Command::Search(args) => search_cmd::run(args, cli.json),
+        #[cfg(feature = "store")]
+        Command::Serve(args) => serve_cmd::serve(args, cli.json),
+        #[cfg(feature = "store")]
+        Command::Mcp(args) => serve_cmd::mcp(args, cli.json),
         Command::Conformance { fixtures } => conformance(fixtures, cli.json),
         Command::Schema { kind } => {
             let schema = match kind {
@@ -206,7 +236,19 @@ fn main() -> ExitCode {
                 #[cfg(feature = "store")]
                 SchemaKind::SearchResponse => pond_server::schema::search_response(),
                 #[cfg(feature = "store")]
+                SchemaKind::GetRequest => pond_server::schema::get_request(),
+                #[cfg(feature = "store")]
+                SchemaKind::GetResponse => pond_server::schema::get_response(),
+                #[cfg(feature = "store")]
+                SchemaKind::IngestRequest => pond_server::schema::ingest_request(),
+                #[cfg(feature = "store")]
+                SchemaKind::IngestResponse => pond_server::schema::ingest_response(),
+                #[cfg(feature = "store")]
+                SchemaKind::Stats => pond_server::schema::stats(),
+                #[cfg(feature = "store")]
                 SchemaKind::Error => pond_server::schema::error_body(),
+                #[cfg(feature = "store")]
+                SchemaKind::Openapi => pond_server::schema::openapi(),
             };
             println!(
                 "{}",

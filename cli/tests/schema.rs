@@ -64,6 +64,12 @@ fn docs_schema_copies_are_current() {
             ("search-request", "search-request.schema.json"),
             ("search-response", "search-response.schema.json"),
             ("error", "error.schema.json"),
+            ("get-request", "get-request.schema.json"),
+            ("get-response", "get-response.schema.json"),
+            ("ingest-request", "ingest-request.schema.json"),
+            ("ingest-response", "ingest-response.schema.json"),
+            ("stats", "stats.schema.json"),
+            ("openapi", "openapi.json"),
         ]);
     }
     for (kind, file) in kinds {

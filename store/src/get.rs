@@ -11,6 +11,7 @@
 use crate::sessions::SessionStore;
 use crate::substrate::StoreError;
 use pond_canonical::{Message, PartRef, Provenance, Session};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -20,7 +21,7 @@ use std::fmt;
 pub const DEFAULT_BUDGET_BYTES: usize = 64 * 1024;
 
 /// How much of each message a session page carries (spec 7.6 `response_mode`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ResponseMode {
     /// The human and model text only: user and assistant messages with conversational text,
@@ -74,7 +75,7 @@ impl GetRequest {
 }
 
 /// The stored session a page belongs to.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SessionHead {
     pub id: String,
     pub source_agent: String,
@@ -89,7 +90,7 @@ pub struct SessionHead {
 }
 
 /// A compact account of a message's parts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct PartsSummary {
     /// How many parts of each type (`text`, `tool_call`, ...).
     pub kinds: BTreeMap<&'static str, u64>,
@@ -106,7 +107,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// One message as a page shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct MessageView {
     pub id: String,
     pub role: &'static str,
@@ -123,7 +124,7 @@ pub struct MessageView {
 }
 
 /// A page of a session.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct SessionPage {
     pub session: SessionHead,
     pub response_mode: ResponseMode,
@@ -136,7 +137,7 @@ pub struct SessionPage {
 }
 
 /// One message with its full parts (a page of them) and its neighbours.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct MessagePage {
     pub session: SessionHead,
     /// The target message (text and summary; its parts are in `target_parts`).
@@ -154,7 +155,7 @@ pub struct MessagePage {
 }
 
 /// What `get` answers.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum GetResponse {
     Session(SessionPage),

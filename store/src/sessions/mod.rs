@@ -18,8 +18,10 @@ pub struct SessionStore {
     substrate: Substrate,
 }
 
-/// Rows a write inserted and found already present, per table.
-#[derive(Debug, Default, Clone, Copy, Serialize, PartialEq, Eq)]
+/// Rows a write inserted and found already present, per table (also `pond_ingest`'s `rows`).
+#[derive(
+    Debug, Default, Clone, Copy, Serialize, serde::Deserialize, schemars::JsonSchema, PartialEq, Eq,
+)]
 pub struct Written {
     pub sessions_inserted: u64,
     pub sessions_present: u64,
@@ -63,7 +65,7 @@ pub struct SessionSummary {
 }
 
 /// Row counts and versions, as `pond status` shows them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TableStatus {
     pub table: &'static str,
     pub rows: u64,
@@ -120,6 +122,24 @@ impl SessionStore {
             written.add(table, outcome);
         }
         Ok(written)
+    }
+
+    /// Writes whole sessions (as `pond_ingest` receives them): each session row and its
+    /// messages, the `i`th message of a log with `seqs[i]` as its position in the source's event
+    /// stream. Rows already present are left alone (adapter-integrity-additive-sync).
+    pub async fn write_logs(&self, logs: &[(SessionLog, Vec<i64>)]) -> Result<Written, StoreError> {
+        let ingested_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_micros() as i64)
+            .unwrap_or(0);
+        let mut buffer = RowBuffer::default();
+        for (log, seqs) in logs {
+            buffer.push_session(&log.session, ingested_at);
+            for (m, seq) in log.messages.iter().zip(seqs) {
+                buffer.push_message(&log.session, *seq, m);
+            }
+        }
+        self.write(&mut buffer).await
     }
 
     /// The update-indexes stage: builds or folds every declared index (lance-index-maintenance).

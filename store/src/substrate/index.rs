@@ -84,7 +84,7 @@ pub enum IndexAction {
 }
 
 /// An index's health, as `pond status` shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct IndexStatus {
     pub table: &'static str,
     pub name: &'static str,

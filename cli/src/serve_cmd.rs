@@ -1,0 +1,266 @@
+//! `pond serve`, `pond mcp` and `pond mcp install` (spec 7.8): the transports of `pond-server`
+//! started from the command line, and pond's MCP server registered with a harness.
+
+use crate::store_cmd::{DataArgs, fail, runtime};
+use pond_server::Pond;
+use pond_server::mcp_install::{self, Harness, Scope, ServerCommand};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+/// The transport.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Transport {
+    /// HTTP+JSON: POST /v1/search, /v1/get, /v1/ingest; GET /v1/schema, /v1/stats.
+    Http,
+    /// MCP over stdin/stdout (what `pond mcp` runs).
+    Stdio,
+}
+
+/// Serve the store over HTTP (the default) or MCP.
+///
+/// HTTP binds 127.0.0.1:7433 unless told otherwise; every response carries X-Pond-Request-Id,
+/// which the log line of the request (on stderr) carries too. SIGTERM or Ctrl-C stops taking
+/// requests and lets those in flight finish.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    /// The transport.
+    #[arg(long, value_enum, default_value_t = Transport::Http)]
+    transport: Transport,
+    /// Where HTTP listens (port 0: any free port, printed at start).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7433")]
+    bind: SocketAddr,
+    /// How many HTTP requests run at once (the rest wait).
+    #[arg(long, value_name = "N", default_value_t = pond_server::http::DEFAULT_CONCURRENCY)]
+    concurrency: usize,
+}
+
+/// Serve the store over MCP on stdin/stdout (the same as `pond serve --transport stdio`), or
+/// register that server with a harness.
+///
+/// The tools are pond_search and pond_get; the resources schema://pond and stats://pond.
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct McpArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    #[command(subcommand)]
+    command: Option<McpCommand>,
+}
+
+#[derive(clap::Subcommand)]
+pub enum McpCommand {
+    /// Register `pond mcp` with a harness, in its configuration file (idempotent).
+    ///
+    /// The entry names this pond binary and the store by absolute path: a harness does not pass
+    /// its environment to the servers it starts. Every other setting in the file is kept.
+    ///
+    /// Examples:
+    ///   pond mcp install --for claude-code
+    ///   pond mcp install --for codex --scope project --print
+    #[command(verbatim_doc_comment)]
+    Install(InstallArgs),
+}
+
+#[derive(clap::Args)]
+pub struct InstallArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    /// The harness to register with.
+    #[arg(long = "for", value_enum, value_name = "HARNESS")]
+    harness: HarnessArg,
+    /// The user's configuration (all projects), or this directory's project.
+    #[arg(long, value_enum, default_value_t = ScopeArg::User)]
+    scope: ScopeArg,
+    /// Show the file as it would be, and write nothing.
+    #[arg(long)]
+    print: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum HarnessArg {
+    #[value(alias = "claude")]
+    ClaudeCode,
+    Codex,
+    Opencode,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ScopeArg {
+    User,
+    Project,
+}
+
+/// A server outlives its peers: a client that hangs up must cost that client's request, not the
+/// process. `main` gives SIGPIPE its default action (a closed pipe ends a CLI verb quietly); a
+/// server sets it back to "ignore", so that a write to a closed socket or stdout fails with
+/// `BrokenPipe`, which the transport handles.
+fn survive_closed_peers() {
+    #[cfg(unix)]
+    // SAFETY: called before the server's runtime starts, while `main`'s thread is the only one.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
+pub fn serve(args: ServeArgs, _json: bool) -> ExitCode {
+    survive_closed_peers();
+    let uri = match args.data.uri() {
+        Ok(u) => u,
+        Err(e) => return fail("serve", e),
+    };
+    match args.transport {
+        Transport::Stdio => mcp_stdio(&uri),
+        Transport::Http => http(&uri, args.bind, args.concurrency),
+    }
+}
+
+pub fn mcp(args: McpArgs, json: bool) -> ExitCode {
+    match args.command {
+        Some(McpCommand::Install(a)) => install(a, json),
+        None => match args.data.uri() {
+            Ok(uri) => {
+                survive_closed_peers();
+                mcp_stdio(&uri)
+            }
+            Err(e) => fail("mcp", e),
+        },
+    }
+}
+
+fn mcp_stdio(uri: &str) -> ExitCode {
+    match runtime().block_on(pond_server::mcp::serve_stdio(Pond::personal(uri))) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail("mcp", e),
+    }
+}
+
+fn http(uri: &str, bind: SocketAddr, concurrency: usize) -> ExitCode {
+    let rt = runtime();
+    let listener = match rt.block_on(tokio::net::TcpListener::bind(bind)) {
+        Ok(l) => l,
+        Err(e) => return fail("serve", format!("cannot listen on {bind}: {e}")),
+    };
+    let local = listener
+        .local_addr()
+        .map_or(bind.to_string(), |a| a.to_string());
+    eprintln!("pond serve: store {uri}, listening on http://{local}");
+    let router = pond_server::http::router(Pond::personal(uri), concurrency);
+    let shutdown = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        eprintln!("pond serve: stopping; letting requests in flight finish");
+    };
+    match rt.block_on(pond_server::http::serve(listener, router, shutdown)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail("serve", e),
+    }
+}
+
+fn install(args: InstallArgs, json: bool) -> ExitCode {
+    let uri = match args.data.uri() {
+        Ok(u) => u,
+        Err(e) => return fail("mcp install", e),
+    };
+    // The store by absolute path: the harness starts pond from wherever it runs.
+    let uri = if uri.contains("://") {
+        uri
+    } else {
+        std::path::absolute(&uri).map_or(uri, |p| p.display().to_string())
+    };
+    let program = match std::env::current_exe() {
+        Ok(p) => p.display().to_string(),
+        Err(e) => {
+            return fail(
+                "mcp install",
+                format!("cannot tell where this pond binary is: {e}"),
+            );
+        }
+    };
+    let command = ServerCommand {
+        program,
+        args: vec!["mcp".into(), "--data".into(), uri],
+    };
+    let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) else {
+        return fail("mcp install", mcp_install::InstallError::NoHome);
+    };
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => return fail("mcp install", format!("no current directory: {e}")),
+    };
+    let harness = match args.harness {
+        HarnessArg::ClaudeCode => Harness::ClaudeCode,
+        HarnessArg::Codex => Harness::Codex,
+        HarnessArg::Opencode => Harness::Opencode,
+    };
+    let scope = match args.scope {
+        ScopeArg::User => Scope::User,
+        ScopeArg::Project => Scope::Project,
+    };
+    let env_dir = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    let file = mcp_install::config_file(
+        harness,
+        scope,
+        std::path::Path::new(&home),
+        &cwd,
+        env_dir("CODEX_HOME").as_deref(),
+        env_dir("XDG_CONFIG_HOME").as_deref(),
+    );
+    let existing = match std::fs::read_to_string(&file) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return fail("mcp install", format!("{}: {e}", file.display())),
+    };
+    let plan = match mcp_install::plan(harness, &file, existing.as_deref(), &command) {
+        Ok(p) => p,
+        Err(e) => {
+            // Say what to add by hand when pond cannot rewrite the file.
+            let hint = mcp_install::plan(harness, &file, None, &command)
+                .map(|p| format!("\nthe entry:\n{}", p.entry))
+                .unwrap_or_default();
+            return fail("mcp install", format!("{e}{hint}"));
+        }
+    };
+    let done = if args.print || plan.unchanged {
+        Ok(())
+    } else {
+        mcp_install::apply(&plan)
+    };
+    if let Err(e) = done {
+        return fail("mcp install", e);
+    }
+    let what = if plan.unchanged {
+        "already registered; nothing changed"
+    } else if args.print {
+        "would be written (--print: nothing written)"
+    } else if plan.creates {
+        "created"
+    } else {
+        "updated"
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"file": plan.file, "status": what, "entry": plan.entry, "written": !args.print && !plan.unchanged})
+        );
+    } else {
+        println!("{}: {what}", plan.file.display());
+        println!("{}", plan.entry);
+        if args.print && !plan.unchanged {
+            println!("--- the whole file would be:\n{}", plan.text);
+        }
+    }
+    ExitCode::SUCCESS
+}
