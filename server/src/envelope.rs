@@ -66,7 +66,10 @@ pub fn decode<T: DeserializeOwned>(value: Value) -> Result<T, PondError> {
     let Value::Object(fields) = &value else {
         return Err(PondError::invalid(
             "",
-            format!("the request must be a JSON object, not {}", kind(&value)),
+            format!(
+                "the request must be a JSON object, not {}",
+                pond_canonical::seam::json_kind(&value)
+            ),
         ));
     };
     match fields.get("protocol_version") {
@@ -100,17 +103,6 @@ pub fn decode<T: DeserializeOwned>(value: Value) -> Result<T, PondError> {
         };
         PondError::invalid(&field, message)
     })
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

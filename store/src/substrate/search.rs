@@ -130,24 +130,10 @@ impl Substrate {
         spec: &TableSpec,
         request: &FullTextRequest,
     ) -> Result<Vec<RecordBatch>, StoreError> {
-        use futures::TryStreamExt;
         if request.terms.is_empty() || request.limit == 0 {
             return Ok(Vec::new());
         }
-        let Some(ds) = self.dataset(spec).await? else {
-            return Ok(Vec::new());
-        };
-        self.retry
-            .run(spec.name, || async {
-                let mut scanner = ds.scan();
-                request.configure(&mut scanner)?;
-                scanner
-                    .try_into_stream()
-                    .await?
-                    .try_collect::<Vec<_>>()
-                    .await
-            })
-            .await
+        self.scan(spec, |scanner| request.configure(scanner)).await
     }
 
     /// The plan Lance ran for `request`, with its metrics (`analyze_plan`): which indexes
