@@ -1,16 +1,27 @@
 //! The naive baseline of docs/benchmarks.md: parse every line of a JSONL file into a
 //! `serde_json::Value` and write it back to stdout, streaming: the least a tool that reads and
-//! writes such a file does.
+//! writes such a file does. A `.json` file (an `opencode export` document) is one value: it is
+//! read whole and written back with two-space indentation, as `opencode export` writes it.
 //!
 //!     cargo build --release --manifest-path bench/json-baseline/Cargo.toml
 //!     bench/json-baseline/target/release/json-baseline FILE > OUT
 
-use std::io::{BufRead, BufWriter, Write};
+use std::io::{BufRead, BufWriter, Read, Write};
 
 fn main() -> std::io::Result<()> {
     let path = std::env::args().nth(1).expect("usage: json-baseline FILE");
-    let input = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(path)?);
+    let mut input = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(&path)?);
     let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+    if path.ends_with(".json") {
+        let mut bytes = Vec::new();
+        input.read_to_end(&mut bytes)?;
+        let value: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(std::io::Error::other)?;
+        drop(bytes);
+        serde_json::to_writer_pretty(&mut out, &value)?;
+        out.write_all(b"\n")?;
+        return out.flush();
+    }
     for line in input.split(b'\n') {
         let line = line?;
         if line.iter().all(u8::is_ascii_whitespace) {
