@@ -10,7 +10,9 @@
 use super::NAME;
 use super::foreign;
 use super::read::RESULT_ID_SUFFIX;
-use crate::face::{Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written};
+use crate::face::{
+    CarriedLine, Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written,
+};
 use crate::hold::Streamed as _;
 use crate::jsonl;
 use pond_canonical::{FileData, Message, Part, Session};
@@ -60,6 +62,17 @@ pub(crate) fn shell_quote(s: &str) -> String {
 }
 
 impl SessionWriter for ExportWriter {
+    fn carried(
+        &mut self,
+        carried: &CarriedLine<'_>,
+        target: &mut Target<'_>,
+    ) -> Result<(), WriteError> {
+        match self.foreign_index.get(carried.session_id().as_str()) {
+            Some(&i) => self.foreign[i].carried(carried, foreign::SOURCE_RECORD, target),
+            None => self.message(&carried.message(), target),
+        }
+    }
+
     fn session(
         &mut self,
         session: &Session,

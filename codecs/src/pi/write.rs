@@ -5,7 +5,9 @@
 
 use super::NAME;
 use super::foreign;
-use crate::face::{Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written};
+use crate::face::{
+    CarriedLine, Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written,
+};
 use crate::hold::Streamed as _;
 use pond_canonical::{FileData, Message, Part, Session};
 use serde_json::{Map, Value};
@@ -70,6 +72,17 @@ fn object(v: Option<&Value>) -> Map<String, Value> {
 }
 
 impl SessionWriter for FileWriter {
+    fn carried(
+        &mut self,
+        carried: &CarriedLine<'_>,
+        target: &mut Target<'_>,
+    ) -> Result<(), WriteError> {
+        match self.foreign_index.get(carried.session_id().as_str()) {
+            Some(&i) => self.foreign[i].carried(carried, foreign::SOURCE_RECORD, target),
+            None => self.message(&carried.message(), target),
+        }
+    }
+
     fn session(
         &mut self,
         session: &Session,
