@@ -6,26 +6,36 @@ conversion table of docs/benchmarks.md.
 
 For each conversion: one warm-up run of each command, then RUNS counted runs in turn
 (pond, baseline, pond, baseline, ...), each writing to /dev/null (pond's single output file
-goes to stdout). Each run's wall time is a monotonic clock around the child; its CPU time
+goes to stdout). A folder INPUT (many sessions, so many files) is written to files by both:
+pond with --out into a fresh folder, the baseline into one file beside it, removed after each
+run (outside the timing). Each run's wall time is a monotonic clock around the child; its CPU time
 (user + sys) and peak RSS come from the kernel's accounting of that child (wait4). The ratio
 pond / baseline wall is taken pair by pair. Prints one Markdown row per conversion: medians,
 and the ratio's median (min-max).
 """
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 
 
-def run(argv):
-    """Runs argv with stdout to /dev/null; returns (wall s, cpu s, peak MiB)."""
-    with open(os.devnull, "wb") as null:
+SCRATCH = os.environ.get("BENCH_SCRATCH", "/tmp/bench-convert-out")
+
+
+def run(argv, to_file=None):
+    """Runs argv with stdout to /dev/null (or to the file `to_file`); returns (wall s, cpu s,
+    peak MiB). SCRATCH is emptied before and after, outside the timing."""
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    os.makedirs(SCRATCH)
+    with open(to_file or os.devnull, "wb") as null:
         start = time.monotonic()
         child = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE)
         err = child.stderr.read()
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.monotonic() - start
+    shutil.rmtree(SCRATCH, ignore_errors=True)
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode not in (0, 1):
         sys.exit(f"{argv}: exit {child.returncode}\n{err.decode(errors='replace')[-2000:]}")
@@ -39,13 +49,15 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|")
     for spec in sys.argv[4:]:
         pair, source = spec.split("=", 1)
-        a = [pond, "convert", pair, source]
+        folder = os.path.isdir(source)
+        a = [pond, "convert", pair, source] + (["--out", SCRATCH + "/pond"] if folder else [])
         b = [baseline, source]
-        run(a), run(b)
+        b_out = SCRATCH + "/baseline.out" if folder else None
+        run(a), run(b, b_out)
         pa, pb = [], []
         for _ in range(runs):
             pa.append(run(a))
-            pb.append(run(b))
+            pb.append(run(b, b_out))
         ratios = [x[0] / y[0] for x, y in zip(pa, pb)]
         med = lambda rows, i: statistics.median(r[i] for r in rows)
         frm, to = pair.split(":")
