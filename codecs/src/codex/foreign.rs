@@ -26,6 +26,7 @@
 
 use crate::digest;
 use crate::face::{At, Target, WriteError, Written};
+use crate::jsonl;
 use pond_canonical::{FileData, Message, PartRef, Provenance, Session, Timestamp};
 use serde_json::{Map, Value, json};
 
@@ -239,7 +240,11 @@ impl ForeignRollout {
         }
         self.item(
             ts,
-            json!({"type": "message", "role": "user", "content": content}),
+            jsonl::object([
+                ("type", Value::from("message")),
+                ("role", Value::from("user")),
+                ("content", Value::from(content)),
+            ]),
         );
     }
 
@@ -301,8 +306,9 @@ impl ForeignRollout {
                         );
                     }
                     // codex.md 8.1: `arguments` must be a JSON string, an object is dropped.
-                    let arguments = serde_json::to_string(c.params.as_value())
-                        .unwrap_or_else(|_| String::from("{}"));
+                    let mut arguments = Vec::new();
+                    jsonl::write_value(&mut arguments, c.params.as_value());
+                    let arguments = String::from_utf8(arguments).expect("JSON text is UTF-8");
                     self.calls.insert(c.call_id.as_str().to_owned());
                     self.item(
                         ts,
@@ -340,8 +346,11 @@ impl ForeignRollout {
                     }
                     self.item(
                         ts,
-                        json!({"type": "function_call_output", "call_id": r.call_id.as_str(),
-                               "output": output}),
+                        jsonl::object([
+                            ("type", Value::from("function_call_output")),
+                            ("call_id", Value::from(r.call_id.as_str())),
+                            ("output", Value::from(output)),
+                        ]),
                     );
                 }
                 other => self.lost_part(*other, at, target),
@@ -384,7 +393,11 @@ impl ForeignRollout {
         let content = Value::Array(std::mem::take(text));
         self.item(
             ts,
-            json!({"type": "message", "role": "assistant", "content": content}),
+            jsonl::object([
+                ("type", Value::from("message")),
+                ("role", Value::from("assistant")),
+                ("content", content),
+            ]),
         );
     }
 
@@ -394,15 +407,16 @@ impl ForeignRollout {
         }
     }
 
+    /// Appends the line `{timestamp, type, payload}`.
     fn line(&mut self, ts: &Timestamp, kind: &str, payload: Map<String, Value>) {
-        let line = Envelope {
-            timestamp: iso_millis(ts),
-            kind,
-            payload: &payload,
-        };
-        // Serializing string-keyed values into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut self.buf, &line);
-        self.buf.push(b'\n');
+        let out = &mut self.buf;
+        out.extend_from_slice(b"{\"timestamp\":");
+        jsonl::write_str(out, &iso_millis(ts));
+        out.extend_from_slice(b",\"type\":");
+        jsonl::write_str(out, kind);
+        out.extend_from_slice(b",\"payload\":");
+        jsonl::write_value_map(out, &payload);
+        out.extend_from_slice(b"}\n");
     }
 
     /// Writes what is left (the header of a session without messages), and lists the rollout.
@@ -419,15 +433,6 @@ impl ForeignRollout {
         });
         Ok(())
     }
-}
-
-/// A rollout line: `{timestamp, type, payload}`.
-#[derive(serde::Serialize)]
-struct Envelope<'a> {
-    timestamp: String,
-    #[serde(rename = "type")]
-    kind: &'a str,
-    payload: &'a Map<String, Value>,
 }
 
 /// A file part's `image_url`, if it is an image.

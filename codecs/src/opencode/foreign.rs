@@ -332,7 +332,11 @@ impl ForeignDoc {
                             b.insert("tool".into(), Value::from(c.name.as_str()));
                             b.insert(
                                 "state".into(),
-                                json!({"status": "running", "input": input, "time": {"start": start}}),
+                                jsonl::object([
+                                    ("status", Value::from("running")),
+                                    ("input", input),
+                                    ("time", json!({ "start": start })),
+                                ]),
                             );
                             Some(b)
                         }
@@ -425,10 +429,21 @@ impl ForeignDoc {
             .unwrap_or("")
             .to_owned();
         let new_state = if r.is_failure {
-            json!({"status": "error", "input": input, "error": output, "time": {"start": start, "end": end.max(start)}})
+            jsonl::object([
+                ("status", Value::from("error")),
+                ("input", input),
+                ("error", Value::from(output)),
+                ("time", json!({"start": start, "end": end.max(start)})),
+            ])
         } else {
-            json!({"status": "completed", "input": input, "output": output, "title": name,
-                   "metadata": {}, "time": {"start": start, "end": end.max(start)}})
+            jsonl::object([
+                ("status", Value::from("completed")),
+                ("input", input),
+                ("output", Value::from(output)),
+                ("title", Value::from(name)),
+                ("metadata", json!({})),
+                ("time", json!({"start": start, "end": end.max(start)})),
+            ])
         };
         part.insert("state".into(), new_state);
         self.answered.insert(r.call_id.as_str().to_owned());
@@ -601,7 +616,10 @@ impl ForeignDoc {
                 body.extend(p.body);
                 out.push(Value::Object(body));
             }
-            json!({"info": Value::Object(m.info), "parts": out})
+            jsonl::object([
+                ("info", Value::Object(m.info)),
+                ("parts", Value::Array(out)),
+            ])
         }
     }
 

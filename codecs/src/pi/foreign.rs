@@ -39,6 +39,7 @@
 use crate::discover::find_str;
 use crate::face::{At, Losses, Target, WriteError};
 use crate::hold::{Prelude, Streamed};
+use crate::jsonl;
 use pond_canonical::{AssistantPart, FileData, Message, PartRef, Session, Timestamp, ToolPart};
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -137,18 +138,6 @@ fn api_of(provider: &str) -> &'static str {
         "openai" => "openai-responses",
         _ => "openai-completions",
     }
-}
-
-/// A `message` entry, in pi's field order.
-#[derive(serde::Serialize)]
-struct Entry<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    id: &'a str,
-    #[serde(rename = "parentId")]
-    parent_id: Option<&'a str>,
-    timestamp: String,
-    message: &'a Map<String, Value>,
 }
 
 /// One pi message being built, and the results that follow it.
@@ -291,8 +280,12 @@ impl ForeignFile {
                                     json!({ "input": other })
                                 }
                             };
-                            blocks.push(json!({"type": "toolCall", "id": c.call_id.as_str(),
-                                "name": c.name.as_str(), "arguments": args}));
+                            blocks.push(jsonl::object([
+                                ("type", Value::from("toolCall")),
+                                ("id", Value::from(c.call_id.as_str())),
+                                ("name", Value::from(c.name.as_str())),
+                                ("arguments", args),
+                            ]));
                         }
                         PartRef::File(f) => {
                             self.losses.record(
@@ -543,16 +536,20 @@ impl ForeignFile {
             salt += 1;
         };
         msg.insert("timestamp".into(), Value::from(ms));
-        let entry = Entry {
-            kind: "message",
-            id: &eid,
-            parent_id: self.parent.as_deref(),
-            timestamp: iso(ms),
-            message: &msg,
-        };
-        // Serializing string-keyed values into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut self.buf, &entry);
-        self.buf.push(b'\n');
+        // A `message` entry, in pi's field order.
+        let out = &mut self.buf;
+        out.extend_from_slice(b"{\"type\":\"message\",\"id\":");
+        jsonl::write_str(out, &eid);
+        out.extend_from_slice(b",\"parentId\":");
+        match self.parent.as_deref() {
+            Some(parent) => jsonl::write_str(out, parent),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b",\"timestamp\":");
+        jsonl::write_str(out, &iso(ms));
+        out.extend_from_slice(b",\"message\":");
+        jsonl::write_value_map(out, &msg);
+        out.extend_from_slice(b"}\n");
         self.parent = Some(eid);
     }
 
@@ -642,10 +639,7 @@ impl Streamed for ForeignFile {
 }
 
 fn push_line(bytes: &mut Vec<u8>, v: &Value) {
-    // Serializing a Value cannot fail: its keys are strings.
-    if let Ok(line) = serde_json::to_vec(v) {
-        bytes.extend_from_slice(&line);
-    }
+    jsonl::write_value(bytes, v);
     bytes.push(b'\n');
 }
 
