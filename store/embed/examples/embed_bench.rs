@@ -9,6 +9,10 @@
 //! Threads: candle's pool, all cores unless RAYON_NUM_THREADS or CANDLE_NUM_THREADS says.
 
 use pond_embed::{TextKind, load};
+
+/// The allocator of the `pond` binary, so the figures are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::PathBuf;
 use std::time::Instant;
 

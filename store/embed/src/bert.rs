@@ -21,10 +21,18 @@ pub struct Shape {
     pub eps: f64,
 }
 
-/// A matrix `[out, in]`: dense f32 or 4-bit.
+/// A layer's weight matrix: dense f32, stored transposed as `[in, out]` (contiguous, so the
+/// product reads it without repacking), or 4-bit `[out, in]`.
 pub enum Matrix {
     Dense(Tensor),
     Quant(QMatMul),
+}
+
+impl Matrix {
+    /// A dense matrix from its `[out, in]` weights.
+    pub fn dense(out_in: &Tensor) -> candle_core::Result<Self> {
+        Ok(Self::Dense(out_in.t()?.contiguous()?))
+    }
 }
 
 /// `x @ W^T + b` for `x` of shape `[n, in]`.
@@ -36,7 +44,7 @@ pub struct Linear {
 impl Linear {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let y = match &self.weight {
-            Matrix::Dense(w) => x.matmul(&w.t()?)?,
+            Matrix::Dense(w) => x.matmul(w)?,
             Matrix::Quant(q) => q.forward(x)?,
         };
         y.broadcast_add(&self.bias)

@@ -125,25 +125,25 @@ pub fn load(dir: &Path) -> Result<Bert, EmbedError> {
         let k = t.linear(&format!("{p}.attention.self.key"), h, h)?;
         let v = t.linear(&format!("{p}.attention.self.value"), h, h)?;
         let qkv = Linear {
-            weight: Matrix::Dense(
-                Tensor::cat(&[&q.0, &k.0, &v.0], 0).map_err(|e| corrupt(&path, e.to_string()))?,
-            ),
+            weight: Tensor::cat(&[&q.0, &k.0, &v.0], 0)
+                .and_then(|w| Matrix::dense(&w))
+                .map_err(|e| corrupt(&path, e.to_string()))?,
             bias: Tensor::cat(&[&q.1, &k.1, &v.1], 0).map_err(|e| corrupt(&path, e.to_string()))?,
         };
         let (w, b) = t.linear(&format!("{p}.attention.output.dense"), h, h)?;
         let attention_out = Linear {
-            weight: Matrix::Dense(w),
+            weight: Matrix::dense(&w).map_err(|e| corrupt(&path, e.to_string()))?,
             bias: b,
         };
         let attention_norm = t.norm(&format!("{p}.attention.output.LayerNorm"), h, shape.eps)?;
         let (w, b) = t.linear(&format!("{p}.intermediate.dense"), shape.intermediate, h)?;
         let intermediate = Linear {
-            weight: Matrix::Dense(w),
+            weight: Matrix::dense(&w).map_err(|e| corrupt(&path, e.to_string()))?,
             bias: b,
         };
         let (w, b) = t.linear(&format!("{p}.output.dense"), h, shape.intermediate)?;
         let output = Linear {
-            weight: Matrix::Dense(w),
+            weight: Matrix::dense(&w).map_err(|e| corrupt(&path, e.to_string()))?,
             bias: b,
         };
         let output_norm = t.norm(&format!("{p}.output.LayerNorm"), h, shape.eps)?;

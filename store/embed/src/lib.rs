@@ -107,3 +107,32 @@ pub fn load(name: &str, models_dir: &Path) -> Result<Box<dyn Embedder>, EmbedErr
 pub fn is_installed(name: &str, models_dir: &Path) -> bool {
     models_dir.join(name).join(MANIFEST_FILE).is_file()
 }
+
+/// What `<models_dir>/<name>/` holds, as `pond models list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstallState {
+    /// No folder.
+    Absent,
+    /// A folder without its marker: an install that did not finish, never loaded.
+    Incomplete,
+    /// A marker, but a file is missing, has another size, or the marker is not pond's pin for a
+    /// catalogue model: never loaded (the detail says what).
+    Damaged(String),
+    /// A marker and every file at its size. [`load`] also checks every SHA-256.
+    Installed,
+}
+
+/// The state of an install, checking the marker and every file's size (not their hashes).
+pub fn install_state(name: &str, models_dir: &Path) -> InstallState {
+    let dir = models_dir.join(name);
+    if !dir.exists() {
+        return InstallState::Absent;
+    }
+    if !dir.join(MANIFEST_FILE).is_file() {
+        return InstallState::Incomplete;
+    }
+    match manifest::read_and_check_sizes(name, &dir) {
+        Ok(()) => InstallState::Installed,
+        Err(e) => InstallState::Damaged(e.to_string()),
+    }
+}

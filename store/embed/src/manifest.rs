@@ -82,6 +82,32 @@ impl Manifest {
 /// files are checked against the source's sizes and hashes, so an edited marker cannot make a
 /// changed file pass.
 pub fn read_and_check(name: &str, dir: &Path) -> Result<Manifest, EmbedError> {
+    let expected = read_expected(name, dir)?;
+    for entry in &expected.files {
+        check_file(&dir.join(&entry.file), entry.size, &entry.sha256)?;
+    }
+    Ok(expected)
+}
+
+/// As [`read_and_check`], but checking only each file's size: cheap, for listing.
+pub fn read_and_check_sizes(name: &str, dir: &Path) -> Result<(), EmbedError> {
+    for entry in &read_expected(name, dir)?.files {
+        let path = dir.join(&entry.file);
+        let size = std::fs::metadata(&path)
+            .map_err(|e| corrupt(&path, e.to_string()))?
+            .len();
+        if size != entry.size {
+            return Err(corrupt(
+                &path,
+                format!("{size} bytes, expected {}", entry.size),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The marker, checked against the folder's name and, for a catalogue model, pond's pin.
+fn read_expected(name: &str, dir: &Path) -> Result<Manifest, EmbedError> {
     let path = dir.join(MANIFEST_FILE);
     if !dir.is_dir() {
         return Err(EmbedError::NotInstalled {
@@ -123,9 +149,6 @@ pub fn read_and_check(name: &str, dir: &Path) -> Result<Manifest, EmbedError> {
         }
         None => manifest,
     };
-    for entry in &expected.files {
-        check_file(&dir.join(&entry.file), entry.size, &entry.sha256)?;
-    }
     Ok(expected)
 }
 
