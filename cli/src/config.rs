@@ -2,8 +2,21 @@
 //! imports from, and where the store lives. Flags and environment win over the file.
 //!
 //! ```toml
-//! # The store (overridden by --data and POND_DATA).
+//! # The store (overridden by --data and POND_DATA): a directory, or an object store.
 //! data = "/srv/pond"
+//!
+//! # How to reach an s3:// store (each overridden by its standard AWS variable: AWS_ENDPOINT_URL,
+//! # AWS_REGION, AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_ALLOW_HTTP).
+//! # Without credentials here or there, the AWS default chain applies (profile, SSO, IMDS).
+//! [storage]
+//! endpoint = "http://127.0.0.1:8333"   # an S3-compatible server; AWS's own when left out
+//! region = "us-east-1"
+//! access_key_id = "..."
+//! secret_access_key = "..."
+//! allow_http = true                     # the default when the endpoint is http://
+//! # Any other Lance storage option, as written (gs:// and az:// settings, timeouts, ...).
+//! [storage.options]
+//! client_max_retries = "3"
 //!
 //! # Sources per codec. A codec listed here reads exactly these paths (`~` is the home folder);
 //! # an empty list turns it off; a codec not listed keeps its harness's standard locations.
@@ -27,9 +40,42 @@ pub struct Config {
     /// Source paths per codec name.
     #[serde(default)]
     pub sources: BTreeMap<String, Vec<String>>,
+    /// How to reach an object store.
+    #[serde(default)]
+    pub storage: StorageConfig,
     /// Where the file was read from (not part of the file).
     #[serde(skip)]
     pub path: Option<PathBuf>,
+}
+
+/// `[storage]`: how to reach an object store. `Debug` never shows a secret.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfig {
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+    pub session_token: Option<String>,
+    pub allow_http: Option<bool>,
+    /// Other Lance storage options, passed as written.
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for StorageConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secret = |v: &Option<String>| v.as_ref().map(|_| "<secret>");
+        f.debug_struct("StorageConfig")
+            .field("endpoint", &self.endpoint)
+            .field("region", &self.region)
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &secret(&self.secret_access_key))
+            .field("session_token", &secret(&self.session_token))
+            .field("allow_http", &self.allow_http)
+            .field("options", &self.options.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// Where the configuration file is looked for.
@@ -122,6 +168,21 @@ mod tests {
         assert!(e.contains("unknown codec `claude-cod`"), "{e}");
         let e = parse("dat = \"/x\"\n").unwrap_err();
         assert!(e.starts_with("FILE:1:1"), "{e}");
+    }
+
+    #[test]
+    fn storage_parses_and_never_shows_its_secret() {
+        let c = parse(
+            "data = \"s3://pond/team\"\n[storage]\nendpoint = \"http://127.0.0.1:8333\"\nregion = \"us-east-1\"\naccess_key_id = \"AK\"\nsecret_access_key = \"hush\"\n[storage.options]\nclient_max_retries = \"2\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.storage.endpoint.as_deref(), Some("http://127.0.0.1:8333"));
+        assert_eq!(c.storage.secret_access_key.as_deref(), Some("hush"));
+        assert_eq!(c.storage.options["client_max_retries"], "2");
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("hush"), "{shown}");
+        let e = parse("[storage]\nsecret = \"x\"\n").unwrap_err();
+        assert!(e.contains("secret"), "{e}");
     }
 
     #[test]
