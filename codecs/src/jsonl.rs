@@ -176,6 +176,20 @@ pub fn hold(origin: &Origin) -> Result<Option<Vec<u8>>, ParseError> {
     Ok((bytes.len() as u64 <= HOLD_LIMIT).then_some(bytes))
 }
 
+/// Every line of `source`, from `held` (the whole file, see [`hold`]) when given, else from the
+/// file itself: for a reader that passes over a file twice.
+pub fn each_line(
+    source: &Origin,
+    held: Option<&[u8]>,
+    each: impl FnMut(u64, Result<&[u8], ParseError>),
+) -> Result<(), ParseError> {
+    match held {
+        Some(bytes) => split_lines(source, bytes, each),
+        None => read_lines(source, open(source)?, each),
+    };
+    Ok(())
+}
+
 /// Nesting at which a line leaves the fast path; serde_json's own limit (128) then decides.
 const MAX_FAST_DEPTH: usize = 100;
 
@@ -427,6 +441,11 @@ impl SurveyLine<'_> {
 
     fn scalar(&self, key: &str) -> Option<&Scalar<'_>> {
         self.fields.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// The line's number.
+    pub fn line(&self) -> u64 {
+        self.line
     }
 
     /// Whether the line has the member `key`, of any type.

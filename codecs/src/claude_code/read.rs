@@ -236,19 +236,6 @@ const SURVEY_FIELDS: [&str; 8] = [
     "sessionId",
 ];
 
-/// Every line of `source`, from `held` (the whole file) when given, else from the file itself.
-fn each_line(
-    source: &Origin,
-    held: Option<&[u8]>,
-    each: impl FnMut(u64, Result<&[u8], ParseError>),
-) -> Result<(), ParseError> {
-    match held {
-        Some(bytes) => jsonl::split_lines(source, bytes, each),
-        None => jsonl::read_lines(source, jsonl::open(source)?, each),
-    };
-    Ok(())
-}
-
 fn survey(source: &Origin, held: Option<&[u8]>) -> Result<Survey, ParseError> {
     let agent_file = is_agent_file(source);
     let mut groups = vec![Group::new(GroupKind::File, 1)];
@@ -316,7 +303,7 @@ fn survey(source: &Origin, held: Option<&[u8]>) -> Result<Survey, ParseError> {
             carried,
         }
     };
-    each_line(source, held, |line, bytes| {
+    jsonl::each_line(source, held, |line, bytes| {
         // Only the envelope fields the survey needs are decoded; the rest is skipped unbuilt.
         // A line the second pass will reject (not JSON, not an object) is skipped here too.
         let Ok(bytes) = bytes else { return };
@@ -428,7 +415,7 @@ fn read_source(
         }
         emit(Ok(Item::Event(Event::Message(message))));
     };
-    let read = each_line(source, held.as_deref(), |line, bytes| {
+    let read = jsonl::each_line(source, held.as_deref(), |line, bytes| {
         // adapter-integrity-no-silent-drops: every bad line is a located, typed error.
         let bytes = match bytes {
             Ok(b) => b,

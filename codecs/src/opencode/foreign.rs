@@ -43,6 +43,9 @@ use pond_canonical::{AssistantPart, FileData, Message, PartRef, Provenance, Sess
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet, VecDeque};
 
+/// The loss of a source record that maps to no message (a carrier): opencode has no form for it.
+pub(crate) const SOURCE_RECORD: &str = "source_record";
+
 /// The opencode version whose `import` schema this writer targets.
 const OPENCODE_VERSION: &str = "1.18.33";
 
@@ -272,7 +275,7 @@ impl ForeignDoc {
             Message::System(s) => {
                 if s.carried_record().is_some() {
                     self.losses.record(
-                        "source_record",
+                        SOURCE_RECORD,
                         &at,
                         "a source record that maps to no message has no place in opencode",
                     );

@@ -10,7 +10,9 @@
 use super::NAME;
 use super::foreign;
 use super::read::RESULT_ID_SUFFIX;
-use crate::face::{Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written};
+use crate::face::{
+    CarriedLine, Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written,
+};
 use crate::hold::Streamed as _;
 use crate::jsonl;
 use pond_canonical::{FileData, Message, Part, Session};
@@ -24,7 +26,7 @@ impl WriteFace for OpencodeWriter {
     fn writer(&self, layout: Layout) -> Box<dyn SessionWriter> {
         Box::new(ExportWriter {
             layout,
-            sessions: Vec::new(),
+            docs: Vec::new(),
             index: HashMap::new(),
             foreign: Vec::new(),
             foreign_index: HashMap::new(),
@@ -32,11 +34,12 @@ impl WriteFace for OpencodeWriter {
     }
 }
 
-/// Holds each native session of a source until its end, then writes one document per session;
-/// a foreign session's document is written as its messages become final.
+/// Writes one document per session, each message as it comes: a native session's document
+/// begins with its `info` (known from the session), then its messages; a foreign session's as
+/// its messages become final (see [`foreign`]).
 struct ExportWriter {
     layout: Layout,
-    sessions: Vec<(Session, Vec<Message>)>,
+    docs: Vec<NativeDoc>,
     index: HashMap<String, usize>,
     foreign: Vec<foreign::ForeignDoc>,
     foreign_index: HashMap<String, usize>,
@@ -60,6 +63,17 @@ pub(crate) fn shell_quote(s: &str) -> String {
 }
 
 impl SessionWriter for ExportWriter {
+    fn carried(
+        &mut self,
+        carried: &CarriedLine<'_>,
+        target: &mut Target<'_>,
+    ) -> Result<(), WriteError> {
+        match self.foreign_index.get(carried.session_id().as_str()) {
+            Some(&i) => self.foreign[i].carried(carried, foreign::SOURCE_RECORD, target),
+            None => self.message(&carried.message(), target),
+        }
+    }
+
     fn session(
         &mut self,
         session: &Session,
@@ -74,9 +88,43 @@ impl SessionWriter for ExportWriter {
                 .push(foreign::ForeignDoc::start(session, target.losses));
             return Ok(());
         }
-        self.index
-            .insert(session.id.to_string(), self.sessions.len());
-        self.sessions.push((session.clone(), Vec::new()));
+        let path = match self.layout {
+            Layout::Mirror => output_path(session),
+            Layout::Harness => format!("{}.json", session.id),
+        };
+        // The document up to its messages: `info`, then any other member the source had.
+        let mut kept = object(session.options.get(NAME));
+        let mut info = Map::new();
+        info.insert("id".into(), Value::from(session.id.as_str()));
+        if let Some(parent) = &session.parent_session_id {
+            info.insert("parentID".into(), Value::from(parent.as_str()));
+        }
+        info.extend(object(kept.get("info")));
+        kept.remove("info");
+        kept.remove("messages");
+        let project = info
+            .get("directory")
+            .and_then(Value::as_str)
+            .unwrap_or(session.project.as_str())
+            .to_owned();
+        let mut head = b"{\n  \"info\": ".to_vec();
+        jsonl::write_value_pretty(&mut head, &Value::Object(info), 1);
+        for (key, value) in &kept {
+            head.extend_from_slice(b",\n  ");
+            jsonl::write_str(&mut head, key);
+            head.extend_from_slice(b": ");
+            jsonl::write_value_pretty(&mut head, value, 1);
+        }
+        head.extend_from_slice(b",\n  \"messages\": ");
+        target.out.append(&path, &head)?;
+        self.index.insert(session.id.to_string(), self.docs.len());
+        self.docs.push(NativeDoc {
+            session: session.id.to_string(),
+            resume: resume_command(&project, session.id.as_str()),
+            path,
+            messages: 0,
+            buf: Vec::new(),
+        });
         Ok(())
     }
 
@@ -90,8 +138,19 @@ impl SessionWriter for ExportWriter {
                 reason: format!("message {} arrived before its session", message.id()),
             });
         };
-        self.sessions[i].1.push(message.clone());
-        Ok(())
+        let Some(value) = self::message(message, target) else {
+            return Ok(());
+        };
+        let doc = &mut self.docs[i];
+        doc.buf.clear();
+        doc.buf.extend_from_slice(if doc.messages == 0 {
+            b"[\n    "
+        } else {
+            b",\n    "
+        });
+        doc.messages += 1;
+        jsonl::write_value_pretty(&mut doc.buf, &value, 2);
+        target.out.append(&doc.path, &doc.buf)
     }
 
     fn end_source(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
@@ -107,27 +166,18 @@ impl SessionWriter for ExportWriter {
                 file: doc.path.clone(),
             });
         }
-        for (session, messages) in std::mem::take(&mut self.sessions) {
-            let doc = document(&session, &messages, target);
-            let path = match self.layout {
-                Layout::Mirror => output_path(&session),
-                Layout::Harness => format!("{}.json", session.id),
+        for doc in std::mem::take(&mut self.docs) {
+            let end: &[u8] = if doc.messages == 0 {
+                b"[]\n}\n"
+            } else {
+                b"\n  ]\n}\n"
             };
-            let id = session.id.to_string();
-            let mut bytes = Vec::new();
-            jsonl::write_value_pretty(&mut bytes, &doc, 0);
-            bytes.push(b'\n');
-            target.out.append(&path, &bytes)?;
-            let project = doc
-                .pointer("/info/directory")
-                .and_then(Value::as_str)
-                .unwrap_or(session.project.as_str())
-                .to_owned();
+            target.out.append(&doc.path, end)?;
             target.written.push(Written {
-                source_session: session.id.to_string(),
-                resume: Some(resume_command(&project, &id)),
-                session: id,
-                file: path,
+                resume: Some(doc.resume),
+                session: doc.session.clone(),
+                source_session: doc.session,
+                file: doc.path,
             });
         }
         Ok(())
@@ -136,6 +186,17 @@ impl SessionWriter for ExportWriter {
 
 fn object(v: Option<&Value>) -> Map<String, Value> {
     v.and_then(Value::as_object).cloned().unwrap_or_default()
+}
+
+/// A native session's document being written.
+struct NativeDoc {
+    /// The session's id (the document's `info.id`).
+    session: String,
+    path: String,
+    resume: String,
+    /// Messages written so far.
+    messages: usize,
+    buf: Vec<u8>,
 }
 
 /// Where a session's document goes: back to its export file, or next to its database or tree.
@@ -151,26 +212,6 @@ fn output_path(session: &Session) -> String {
         f => f.trim_end_matches('/').to_owned(),
     };
     format!("{base}.export/{}.json", session.id)
-}
-
-/// The export document of one session.
-fn document(session: &Session, messages: &[Message], target: &mut Target<'_>) -> Value {
-    let mut kept = object(session.options.get(NAME));
-    let mut info = Map::new();
-    info.insert("id".into(), Value::from(session.id.as_str()));
-    if let Some(parent) = &session.parent_session_id {
-        info.insert("parentID".into(), Value::from(parent.as_str()));
-    }
-    info.extend(object(kept.get("info")));
-    kept.remove("info");
-    let mut doc = Map::new();
-    doc.insert("info".into(), Value::Object(info));
-    doc.extend(kept);
-    doc.insert(
-        "messages".into(),
-        Value::Array(messages.iter().filter_map(|m| message(m, target)).collect()),
-    );
-    Value::Object(doc)
 }
 
 fn message(m: &Message, target: &mut Target<'_>) -> Option<Value> {

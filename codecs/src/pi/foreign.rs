@@ -43,6 +43,9 @@ use pond_canonical::{AssistantPart, FileData, Message, PartRef, Session, Timesta
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet, VecDeque};
 
+/// The loss of a source record that maps to no message (a carrier): pi has no form for it.
+pub(crate) const SOURCE_RECORD: &str = "source_record";
+
 /// FNV-1a, 64 bits, from the offset basis `seed`.
 fn fnv(seed: u64, s: &str) -> u64 {
     let mut h = seed;
@@ -201,7 +204,7 @@ impl ForeignFile {
             Message::System(s) => {
                 if s.carried_record().is_some() {
                     self.losses.record(
-                        "source_record",
+                        SOURCE_RECORD,
                         &at,
                         "a source record that maps to no message has no place in pi",
                     );

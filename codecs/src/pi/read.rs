@@ -17,7 +17,7 @@
 //! their index); a block's own leftovers go to its part's `options.pi`.
 
 use super::NAME;
-use crate::jsonl::{LineParser, open, read_lines};
+use crate::jsonl::{self, LineParser};
 use pond_canonical::bounded::bounded_object;
 use pond_canonical::{
     AssistantMessage, Event, Extracted, FileData, FilePart, Json, Locator, Message, MessageId,
@@ -36,29 +36,124 @@ pub(crate) fn is_header(v: &Value) -> bool {
         && v.get("id").is_some_and(Value::is_string)
 }
 
-struct Entry<'o> {
+/// What the first pass learns of one entry: where it is and how it hangs in the tree, without
+/// its value.
+struct Entry {
     line: u64,
     /// Which record of its line the entry is: 1 but for a line of several records.
     record_in_line: u64,
-    record: Record<'o>,
+    /// The entry's `id`, or its position for an entry without one (version 1).
+    id: MessageId,
+    /// Whether the entry has an `id` of its own.
+    has_id: bool,
     /// Index of the parent entry (`parentId`, or the previous entry for a version-1 file).
     parent: Option<usize>,
+    /// The entry is its line's one record, and the first pass's walk showed the line a JSON
+    /// object serde_json reads: the second pass reads the line as one record.
+    whole_line: bool,
 }
 
-pub(crate) fn read(origin: &Origin, emit: Emit<'_>) {
-    let file = match open(origin) {
-        Ok(f) => f,
+/// An entry's `parentId` as the first pass found it.
+enum ParentRef {
+    /// No `parentId` member: a version-1 entry, whose parent is the entry before it.
+    Absent,
+    /// `null` (or any other value that is not a string): a root.
+    Root,
+    /// The `id` of another entry.
+    Named(String),
+}
+
+/// The entry fields the first pass reads.
+const TREE_FIELDS: [&str; 2] = ["id", "parentId"];
+
+impl Entry {
+    /// An entry from the first pass's walk of its line (which built none of it).
+    fn surveyed(origin: &Origin, scan: &jsonl::SurveyLine<'_>) -> (Self, ParentRef) {
+        let parent = match scan.str("parentId") {
+            Some(id) => ParentRef::Named(id.to_owned()),
+            None if scan.has("parentId") => ParentRef::Root,
+            None => ParentRef::Absent,
+        };
+        let id = scan.extract(origin, "id");
+        let entry = Entry {
+            line: scan.line(),
+            record_in_line: 1,
+            has_id: id.is_some(),
+            id: MessageId::from(id.unwrap_or_else(|| scan.position(origin))),
+            parent: None,
+            whole_line: true,
+        };
+        (entry, parent)
+    }
+
+    /// An entry from a record the first pass had to read whole.
+    fn of_record(record: &Record<'_>) -> (Self, ParentRef) {
+        let parent = match record.get("parentId") {
+            None => ParentRef::Absent,
+            Some(v) => match v.as_str() {
+                Some(id) => ParentRef::Named(id.get().to_string()),
+                None => ParentRef::Root,
+            },
+        };
+        let (line, record_in_line) = match record.locator() {
+            Locator::Line(n) => (*n, 1),
+            Locator::LineRecord { line, record } => (*line, *record),
+            _ => (0, 1),
+        };
+        let id = record.str("id");
+        let entry = Entry {
+            line,
+            record_in_line,
+            has_id: id.is_some(),
+            id: match id {
+                Some(id) => MessageId::from(id),
+                None => MessageId::from(record.position()),
+            },
+            parent: None,
+            whole_line: false,
+        };
+        (entry, parent)
+    }
+
+    fn locator(&self) -> Locator {
+        jsonl::record_locator(self.line, self.record_in_line)
+    }
+}
+
+/// Reads one pi file in two passes, so that only the tree is held, never the entries: the first
+/// pass reads each entry's `id` and `parentId` (walking the line without building it, when it
+/// can) and reports every fault of the file; the tree then says which entries are the main line
+/// and which belong to side branches; the second pass reads the file again and emits each
+/// main-line entry's message as it comes, holding only the entries of side branches, whose
+/// sessions follow the main one.
+pub(crate) fn read<'o>(origin: &'o Origin, emit: Emit<'_>) {
+    // Both passes read a file of up to jsonl::HOLD_LIMIT bytes from one read into memory.
+    let held = match jsonl::hold(origin) {
+        Ok(h) => h,
         Err(e) => return emit(Err(e)),
     };
-    let mut header: Option<Record<'_>> = None;
-    let mut entries: Vec<Entry<'_>> = Vec::new();
+    let mut header: Option<Record<'o>> = None;
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut parent_refs: Vec<ParentRef> = Vec::new();
     let mut unrecognized = false;
     let mut parser = LineParser::default();
-    read_lines(origin, file, |line, bytes| {
+    let first_pass = jsonl::each_line(origin, held.as_deref(), |line, bytes| {
         let bytes = match bytes {
             Ok(b) => b,
             Err(e) => return emit(Err(e)),
         };
+        if unrecognized {
+            return;
+        }
+        // An entry line the walk alone shows to be a JSON object: only its tree fields are read.
+        if header.is_some()
+            && let Some(scan) = jsonl::scan_strict(line, bytes, &TREE_FIELDS, &|_, _| false)
+        {
+            let (entry, parent) = Entry::surveyed(origin, &scan);
+            entries.push(entry);
+            parent_refs.push(parent);
+            return;
+        }
         // A line of several records (`{...}{...}`) gives each of them, after a warning.
         parser.each_record(origin, line, bytes, &mut |item| {
             if unrecognized {
@@ -67,35 +162,30 @@ pub(crate) fn read(origin: &Origin, emit: Emit<'_>) {
             match item {
                 Err(e) => emit(Err(e)),
                 Ok(record) => {
-                    if header.is_none() && entries.is_empty() {
+                    if header.is_none() {
                         let whole = Value::Object(record.whole().into_inner().clone());
                         if is_header(&whole) {
                             header = Some(record);
                         } else {
                             unrecognized = true;
                             emit(Err(record.error(ParseErrorKind::Unrecognized {
-                            detail:
-                                "not a pi session file: the first record is not a `session` header"
-                                    .into(),
-                        })));
+                                detail:
+                                    "not a pi session file: the first record is not a `session` header"
+                                        .into(),
+                            })));
                         }
                         return;
                     }
-                    let (line, record_in_line) = match record.locator() {
-                        Locator::Line(n) => (*n, 1),
-                        Locator::LineRecord { line, record } => (*line, *record),
-                        _ => (0, 1),
-                    };
-                    entries.push(Entry {
-                        line,
-                        record_in_line,
-                        record,
-                        parent: None,
-                    });
+                    let (entry, parent) = Entry::of_record(&record);
+                    entries.push(entry);
+                    parent_refs.push(parent);
                 }
             }
         });
     });
+    if let Err(e) = first_pass {
+        return emit(Err(e));
+    }
     let Some(mut header) = header else {
         if !unrecognized {
             emit(Err(origin.error(
@@ -109,31 +199,38 @@ pub(crate) fn read(origin: &Origin, emit: Emit<'_>) {
     };
 
     // The tree: `parentId` where the entry has one (null: a root); the previous entry otherwise.
-    let mut by_id: HashMap<String, usize> = HashMap::new();
+    let mut by_id: HashMap<&str, usize> = HashMap::new();
     for (i, e) in entries.iter().enumerate() {
-        if let Some(id) = e.record.str("id") {
-            by_id.entry(id.get().to_string()).or_insert(i);
+        if e.has_id {
+            by_id.entry(e.id.as_str()).or_insert(i);
         }
     }
-    for (i, entry) in entries.iter_mut().enumerate() {
-        let parent = match entry.record.get("parentId") {
-            None => i.checked_sub(1),
-            Some(v) => match v.get().as_str() {
-                None => None,
-                Some(pid) => match by_id.get(pid) {
-                    Some(&p) if p != i => Some(p),
-                    _ => {
-                        emit(Err(entry.record.error(ParseErrorKind::InvalidField {
+    let parents: Vec<Option<usize>> = parent_refs
+        .iter()
+        .enumerate()
+        .map(|(i, parent)| match parent {
+            ParentRef::Absent => i.checked_sub(1),
+            ParentRef::Root => None,
+            ParentRef::Named(pid) => match by_id.get(pid.as_str()) {
+                Some(&p) if p != i => Some(p),
+                _ => {
+                    emit(Err(origin.error(
+                        entries[i].locator(),
+                        ParseErrorKind::InvalidField {
                             field: "parentId".into(),
                             reason: format!(
                                 "names no other entry of the file ({pid:?}); read as a root"
                             ),
-                        })));
-                        None
-                    }
-                },
+                        },
+                    )));
+                    None
+                }
             },
-        };
+        })
+        .collect();
+    drop(by_id);
+    drop(parent_refs);
+    for (entry, parent) in entries.iter_mut().zip(parents) {
         entry.parent = parent;
     }
     let path_to_root = |from: usize| {
@@ -195,11 +292,12 @@ pub(crate) fn read(origin: &Origin, emit: Emit<'_>) {
     }
     let main_id = session.id.clone();
 
-    let main: BTreeSet<usize> = entries
-        .len()
-        .checked_sub(1)
-        .map(|last| path_to_root(last).into_iter().collect())
-        .unwrap_or_default();
+    let mut main = vec![false; entries.len()];
+    if let Some(last) = entries.len().checked_sub(1) {
+        for i in path_to_root(last) {
+            main[i] = true;
+        }
+    }
     // Side branches: one per leaf off the main line, in file order.
     let mut has_child = vec![false; entries.len()];
     for e in &entries {
@@ -208,50 +306,110 @@ pub(crate) fn read(origin: &Origin, emit: Emit<'_>) {
         }
     }
     let mut branches: Vec<(usize, Vec<usize>, Option<usize>)> = Vec::new();
-    for leaf in (0..entries.len()).filter(|i| !has_child[*i] && !main.contains(i)) {
+    for leaf in (0..entries.len()).filter(|i| !has_child[*i] && !main[*i]) {
         let path = path_to_root(leaf);
-        let cut = path.iter().position(|i| main.contains(i));
+        let cut = path.iter().position(|i| main[*i]);
         let (own, cut) = match cut {
             Some(k) => (path[..k].to_vec(), Some(path[k])),
             None => (path, None),
         };
         branches.push((leaf, own.into_iter().rev().collect(), cut));
     }
-
-    let ids: Vec<MessageId> = entries
-        .iter()
-        .map(|e| match e.record.str("id") {
-            Some(id) => MessageId::from(id),
-            None => MessageId::from(e.record.position()),
-        })
-        .collect();
+    // How many side branches each entry is in: the second pass holds those entries' records.
+    let mut uses = vec![0usize; entries.len()];
+    for (_, own, _) in &branches {
+        for &i in own {
+            uses[i] += 1;
+        }
+    }
 
     emit(Ok(Event::Session(session)));
-    for &i in &main {
-        let m = map_entry(&entries[i], &ids[i], &main_id, &created, &file);
-        emit(Ok(Event::Message(m)));
+    // The second pass: each main-line entry's message as it comes, in file order.
+    let mut held_records: HashMap<usize, Record<'o>> = HashMap::new();
+    let mut next = 0;
+    let mut take = |i: usize, record: Result<Record<'o>, ParseError>, emit: Emit<'_>| {
+        let record = match record {
+            Ok(record) => record,
+            Err(_) => return emit(Err(changed(origin, entries[i].locator()))),
+        };
+        if main[i] {
+            let m = map_entry(record, &entries[i], &main_id, &created, &file);
+            emit(Ok(Event::Message(m)));
+        } else if uses[i] > 0 {
+            held_records.insert(i, record);
+        }
+    };
+    let second_pass = jsonl::each_line(origin, held.as_deref(), |line, bytes| {
+        let Ok(bytes) = bytes else { return };
+        // Entries whose line did not come again: the file changed between the passes.
+        while next < entries.len() && entries[next].line < line {
+            emit(Err(changed(origin, entries[next].locator())));
+            next += 1;
+        }
+        if entries.get(next).is_none_or(|e| e.line != line) {
+            return;
+        }
+        if entries[next].whole_line {
+            take(next, parser.record(origin, line, bytes), emit);
+            next += 1;
+            return;
+        }
+        parser.each_record(origin, line, bytes, &mut |item| {
+            let Ok(record) = item else { return };
+            let at = entries.get(next).map(Entry::locator);
+            if at.as_ref() == Some(record.locator()) {
+                take(next, Ok(record), emit);
+                next += 1;
+            }
+        });
+    });
+    if let Err(e) = second_pass {
+        return emit(Err(e));
     }
+    for entry in &entries[next..] {
+        emit(Err(changed(origin, entry.locator())));
+    }
+
     for (leaf, own, cut) in branches {
         let Some(&first) = own.first() else { continue };
-        let leaf_id = ids[leaf].to_string();
+        let leaf_id = entries[leaf].id.to_string();
         let child_id = SessionId::from(sid.clone().derive(|s| format!("{s}#{leaf_id}")));
-        let started = entries[first]
-            .record
-            .str("timestamp")
+        let started = held_records
+            .get(&first)
+            .and_then(|r| r.str("timestamp"))
             .and_then(|t| Timestamp::parse(t).ok())
             .unwrap_or_else(|| created.clone());
         let mut child = Session::new(child_id.clone(), NAME, started, project.clone());
-        child.set_parent(main_id.clone(), cut.map(|c| ids[c].clone()));
+        child.set_parent(main_id.clone(), cut.map(|c| entries[c].id.clone()));
         options_ns(&mut child.options, "source").insert("file".into(), Value::from(file.as_str()));
         if user_project {
             crate::discover::mark_project_from(&mut child, "user");
         }
         emit(Ok(Event::Session(child)));
         for i in own {
-            let m = map_entry(&entries[i], &ids[i], &child_id, &created, &file);
-            emit(Ok(Event::Message(m)));
+            // An entry in several branches is cloned for all but its last.
+            uses[i] -= 1;
+            let record = if uses[i] == 0 {
+                held_records.remove(&i)
+            } else {
+                held_records.get(&i).cloned()
+            };
+            if let Some(record) = record {
+                let m = map_entry(record, &entries[i], &child_id, &created, &file);
+                emit(Ok(Event::Message(m)));
+            }
         }
     }
+}
+
+/// The fault of an entry the second pass did not find as the first pass saw it.
+fn changed(origin: &Origin, at: Locator) -> ParseError {
+    origin.error(
+        at,
+        ParseErrorKind::Unrecognized {
+            detail: "the file changed while it was being read".into(),
+        },
+    )
 }
 
 /// The entry's time: its ISO `timestamp`, else its message's epoch-ms `timestamp`, else the
@@ -268,7 +426,7 @@ fn entry_time(record: &Record<'_>, anchor: &Timestamp) -> Timestamp {
 }
 
 /// Marks where the message sits in its file, for the native write.
-fn mark_source(message: &mut Message, file: &str, entry: &Entry<'_>, positional: bool) {
+fn mark_source(message: &mut Message, file: &str, entry: &Entry) {
     let source = options_ns(message.options_mut(), "source");
     source.insert("file".into(), Value::from(file));
     source.insert("line".into(), Value::from(entry.line));
@@ -277,22 +435,21 @@ fn mark_source(message: &mut Message, file: &str, entry: &Entry<'_>, positional:
         // on a line of its own, right after the one before it.
         source.insert("record_in_line".into(), Value::from(entry.record_in_line));
     }
-    if positional {
+    if !entry.has_id {
         source.insert("id_from_position".into(), Value::from(true));
     }
 }
 
 fn map_entry(
-    entry: &Entry<'_>,
-    id: &MessageId,
+    record: Record<'_>,
+    entry: &Entry,
     session: &SessionId,
     anchor: &Timestamp,
     file: &str,
 ) -> Message {
-    let timestamp = entry_time(&entry.record, anchor);
-    let positional = entry.record.str("id").is_none();
-    let mut message = map_record(entry.record.clone(), id, session, timestamp);
-    mark_source(&mut message, file, entry, positional);
+    let timestamp = entry_time(&record, anchor);
+    let mut message = map_record(record, &entry.id, session, timestamp);
+    mark_source(&mut message, file, entry);
     message
 }
 

@@ -5,8 +5,11 @@
 
 use super::NAME;
 use super::foreign;
-use crate::face::{Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written};
+use crate::face::{
+    CarriedLine, Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written,
+};
 use crate::hold::Streamed as _;
+use crate::jsonl;
 use pond_canonical::{FileData, Message, Part, Session};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -49,8 +52,9 @@ struct PiFile {
     /// Where it goes when not at its source path (Harness layout).
     out: Option<String>,
     header: Option<Map<String, Value>>,
-    /// Entries by source line; entries with no line follow, in arrival order.
-    entries: BTreeMap<(u64, u64), Value>,
+    /// Entries by source line, each as its JSON line (held as text, not as values: a file's
+    /// entries are held until its source ends); entries with no line follow, in arrival order.
+    entries: BTreeMap<(u64, u64), Vec<u8>>,
 }
 
 #[derive(Default)]
@@ -63,6 +67,8 @@ struct FileWriter {
     /// Session id to index in `files`.
     sessions: HashMap<String, usize>,
     arrivals: u64,
+    /// The entry line being made.
+    line: Vec<u8>,
 }
 
 fn object(v: Option<&Value>) -> Map<String, Value> {
@@ -70,6 +76,17 @@ fn object(v: Option<&Value>) -> Map<String, Value> {
 }
 
 impl SessionWriter for FileWriter {
+    fn carried(
+        &mut self,
+        carried: &CarriedLine<'_>,
+        target: &mut Target<'_>,
+    ) -> Result<(), WriteError> {
+        match self.foreign_index.get(carried.session_id().as_str()) {
+            Some(&i) => self.foreign[i].carried(carried, foreign::SOURCE_RECORD, target),
+            None => self.message(&carried.message(), target),
+        }
+    }
+
     fn session(
         &mut self,
         session: &Session,
@@ -135,7 +152,14 @@ impl SessionWriter for FileWriter {
             Some(l) => (l, record_in_line),
             None => (u64::MAX, self.arrivals),
         };
-        self.files[i].1.entries.entry(key).or_insert(entry);
+        if let std::collections::btree_map::Entry::Vacant(slot) = self.files[i].1.entries.entry(key)
+        {
+            let line = &mut self.line;
+            line.clear();
+            push_line(line, &entry);
+            // Held at its length: a line grown in place has up to twice its length allocated.
+            slot.insert(line.clone());
+        }
         Ok(())
     }
 
@@ -179,10 +203,10 @@ impl SessionWriter for FileWriter {
                     "no main session with a pi header was written to this file",
                 );
             }
-            for entry in file.entries.values() {
-                push_line(&mut bytes, entry);
-            }
             target.out.append(&path, &bytes)?;
+            for line in file.entries.into_values() {
+                target.out.append(&path, &line)?;
+            }
         }
         Ok(())
     }
@@ -201,10 +225,7 @@ fn harness_path(header: &Map<String, Value>) -> Option<String> {
 }
 
 fn push_line(bytes: &mut Vec<u8>, v: &Value) {
-    // Serializing a Value cannot fail: its keys are strings.
-    if let Ok(line) = serde_json::to_vec(v) {
-        bytes.extend_from_slice(&line);
-    }
+    jsonl::write_value(bytes, v);
     bytes.push(b'\n');
 }
 
