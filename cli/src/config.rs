@@ -27,6 +27,7 @@
 //! ```
 
 use pond_codecs::registry;
+use pond_store::substrate::StorageSettings;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,40 +43,10 @@ pub struct Config {
     pub sources: BTreeMap<String, Vec<String>>,
     /// How to reach an object store.
     #[serde(default)]
-    pub storage: StorageConfig,
+    pub storage: StorageSettings,
     /// Where the file was read from (not part of the file).
     #[serde(skip)]
     pub path: Option<PathBuf>,
-}
-
-/// `[storage]`: how to reach an object store. `Debug` never shows a secret.
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StorageConfig {
-    pub endpoint: Option<String>,
-    pub region: Option<String>,
-    pub access_key_id: Option<String>,
-    pub secret_access_key: Option<String>,
-    pub session_token: Option<String>,
-    pub allow_http: Option<bool>,
-    /// Other Lance storage options, passed as written.
-    #[serde(default)]
-    pub options: BTreeMap<String, String>,
-}
-
-impl std::fmt::Debug for StorageConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let secret = |v: &Option<String>| v.as_ref().map(|_| "<secret>");
-        f.debug_struct("StorageConfig")
-            .field("endpoint", &self.endpoint)
-            .field("region", &self.region)
-            .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &secret(&self.secret_access_key))
-            .field("session_token", &secret(&self.session_token))
-            .field("allow_http", &self.allow_http)
-            .field("options", &self.options.keys().collect::<Vec<_>>())
-            .finish()
-    }
 }
 
 /// Where the configuration file is looked for.

@@ -9,8 +9,9 @@ mod convert;
 #[cfg(feature = "store")]
 mod get_cmd;
 #[cfg(feature = "store")]
-mod namespace_cmd;
 mod models_cmd;
+#[cfg(feature = "store")]
+mod namespace_cmd;
 #[cfg(feature = "store")]
 mod search_cmd;
 #[cfg(feature = "store")]

@@ -36,9 +36,16 @@ pub fn run(args: NamespaceArgs, json: bool) -> ExitCode {
     match args.command {
         NamespaceCommand::Create { name } => match rt.block_on(pond.catalog().create(&name)) {
             Ok(created) => {
-                let status = if created { "created" } else { "already provisioned" };
+                let status = if created {
+                    "created"
+                } else {
+                    "already provisioned"
+                };
                 if json {
-                    println!("{}", serde_json::json!({"namespace": name, "status": status}));
+                    println!(
+                        "{}",
+                        serde_json::json!({"namespace": name, "status": status})
+                    );
                 } else {
                     println!("namespace {name}: {status}");
                 }

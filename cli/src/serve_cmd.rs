@@ -317,7 +317,10 @@ fn object_store_env(write_secrets: bool) -> Vec<(String, EnvValue)> {
         && Some(&path) != home_default.as_ref()
     {
         let path = std::path::absolute(&path).unwrap_or(path);
-        env.push(("POND_CONFIG".into(), EnvValue::Value(path.display().to_string())));
+        env.push((
+            "POND_CONFIG".into(),
+            EnvValue::Value(path.display().to_string()),
+        ));
     }
     env
 }

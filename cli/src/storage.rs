@@ -2,7 +2,6 @@
 //! config.toml (the environment wins, as it does for every setting), made into the storage
 //! options Lance gets explicitly with every open (lance-chokepoints-storage).
 
-use crate::config::StorageConfig;
 use pond_store::substrate::{Location, StorageSettings};
 
 /// One setting's standard variables, first found wins.
@@ -29,7 +28,7 @@ pub const VARIABLES: &[(&str, bool)] = &[
 /// The settings for `uri`: from the environment (`env` looks a variable up), else from the
 /// file's `[storage]`.
 pub fn settings(
-    file: &StorageConfig,
+    file: &StorageSettings,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<StorageSettings, String> {
     let var = |k: &str| env(k).filter(|v| !v.is_empty());
@@ -83,8 +82,8 @@ mod tests {
         move |k| map.get(k).cloned()
     }
 
-    fn file() -> StorageConfig {
-        StorageConfig {
+    fn file() -> StorageSettings {
+        StorageSettings {
             endpoint: Some("http://file:1".into()),
             region: Some("file-region".into()),
             access_key_id: Some("FILEKEY".into()),

@@ -22,7 +22,12 @@ pub struct DataArgs {
     data: Option<String>,
     /// The namespace under the store (`pond namespace list`); the store's own (`default`)
     /// when left out.
-    #[arg(long = "namespace", value_name = "NAME", env = "POND_NAMESPACE", global = true)]
+    #[arg(
+        long = "namespace",
+        value_name = "NAME",
+        env = "POND_NAMESPACE",
+        global = true
+    )]
     namespace: Option<String>,
 }
 

@@ -49,7 +49,10 @@ fn sources(codecs: &[&str]) -> Vec<String> {
 /// Runs `command`; asserts it exits 0 (or 1, "done with located faults", when `faults_ok`).
 fn run(command: &mut Command, faults_ok: bool) -> Output {
     let o = command.output().unwrap();
-    let fine = o.status.code().is_some_and(|c| c == 0 || (faults_ok && c == 1));
+    let fine = o
+        .status
+        .code()
+        .is_some_and(|c| c == 0 || (faults_ok && c == 1));
     assert!(fine, "{command:?}\n{}", text(&o));
     o
 }
@@ -206,7 +209,10 @@ async fn fixtures_in_s3_equal_a_local_sync() {
             let there = search(&|c| c.args(["--data", &uri]), q);
             let here = search(&|c| c.arg("--data").arg(&local), q);
             assert_eq!(there, here, "{stage}: {q:?}");
-            assert!(!there.as_array().unwrap().is_empty(), "{stage}: {q:?} found nothing");
+            assert!(
+                !there.as_array().unwrap().is_empty(),
+                "{stage}: {q:?} found nothing"
+            );
         }
         if stage.starts_with("before") {
             for data in [uri.clone(), local.display().to_string()] {
@@ -269,8 +275,16 @@ async fn two_syncs_and_two_servers_on_one_s3_namespace_lose_and_duplicate_nothin
     // Two syncs of the same sources: they race on every key.
     let sync = || {
         let mut c = pond(&s3);
-        c.args(["sync", "--only", "import", "--namespace", "team", "--data", &uri])
-            .args(sources(&["codex"]));
+        c.args([
+            "sync",
+            "--only",
+            "import",
+            "--namespace",
+            "team",
+            "--data",
+            &uri,
+        ])
+        .args(sources(&["codex"]));
         c
     };
     race_writers(
@@ -321,7 +335,10 @@ async fn tenants_never_see_each_other() {
         .map(|n| n["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["default", "tenant-a", "tenant-b"]);
-    let bad = pond().args(["namespace", "create", "Tenant/C"]).output().unwrap();
+    let bad = pond()
+        .args(["namespace", "create", "Tenant/C"])
+        .output()
+        .unwrap();
     assert_eq!(bad.status.code(), Some(1), "{}", text(&bad));
 
     run(
@@ -337,7 +354,10 @@ async fn tenants_never_see_each_other() {
         true,
     );
     let listed = |ns: &str| -> BTreeSet<String> {
-        let v = json_of(&run(pond().args(["sessions", "--json", "--namespace", ns]), false));
+        let v = json_of(&run(
+            pond().args(["sessions", "--json", "--namespace", ns]),
+            false,
+        ));
         v.as_array()
             .unwrap()
             .iter()
@@ -347,7 +367,10 @@ async fn tenants_never_see_each_other() {
     let (a_ids, b_ids) = (listed("tenant-a"), listed("tenant-b"));
     assert!(!a_ids.is_empty() && !b_ids.is_empty());
     assert!(a_ids.is_disjoint(&b_ids), "sessions crossed tenants");
-    assert!(listed("default").is_empty(), "the root's namespace got rows");
+    assert!(
+        listed("default").is_empty(),
+        "the root's namespace got rows"
+    );
 
     let server = Server::start_with(|c| {
         seaweed::clear_storage_env(c).env("POND_CONFIG", &config);
@@ -376,7 +399,10 @@ async fn tenants_never_see_each_other() {
         found.0 += in_a.len();
         found.1 += in_b.len();
     }
-    assert!(found.0 > 0 && found.1 > 0, "searches found nothing: {found:?}");
+    assert!(
+        found.0 > 0 && found.1 > 0,
+        "searches found nothing: {found:?}"
+    );
     // get: a tenant's session is not found from the other.
     let a_id = a_ids.iter().next().unwrap().clone();
     let get = |ns: &'static str| {
@@ -516,7 +542,10 @@ async fn a_server_killed_mid_sync_is_storage_unavailable_and_a_rerun_completes()
     println!("the sync failed {took:?} after the server was killed:\n{lines}");
     assert_eq!(status.code(), Some(1), "{lines}");
     assert!(lines.contains("storage unavailable"), "{lines}");
-    assert!(lines.contains(&s3.endpoint()), "the error names no endpoint: {lines}");
+    assert!(
+        lines.contains(&s3.endpoint()),
+        "the error names no endpoint: {lines}"
+    );
 
     // Back up: whatever was committed reads whole, and every row is one a clean sync stores.
     s3.restart();
@@ -542,7 +571,10 @@ async fn a_server_killed_mid_sync_is_storage_unavailable_and_a_rerun_completes()
             .unwrap_or_else(|| panic!("session {id} is not one the sources hold"))
             .1;
         for e in events {
-            assert!(whole.contains(e), "session {id}: a stored event no clean sync has");
+            assert!(
+                whole.contains(e),
+                "session {id}: a stored event no clean sync has"
+            );
         }
     }
     // A re-run finishes, and the store is what a clean sync makes.
@@ -633,8 +665,7 @@ async fn a_reader_sees_other_writers_within_the_backends_window() {
         // Within the window the reader serves its handle as it was: no manifest fetch.
         assert_eq!(seen, first, "re-read within the window");
     }
-    tokio::time::sleep(window.saturating_sub(checked.elapsed()) + Duration::from_millis(100))
-        .await;
+    tokio::time::sleep(window.saturating_sub(checked.elapsed()) + Duration::from_millis(100)).await;
     assert_eq!(reader.table_status().await.unwrap()[1].rows, now);
 }
 
@@ -665,7 +696,10 @@ async fn mcp_install_registers_an_s3_store_without_writing_its_secret() {
     };
     install(&[]);
     let file = std::fs::read_to_string(home.join(".claude.json")).unwrap();
-    assert!(!file.contains(SECRET_KEY), "the secret was written:\n{file}");
+    assert!(
+        !file.contains(SECRET_KEY),
+        "the secret was written:\n{file}"
+    );
     let entry: Value = serde_json::from_str::<Value>(&file).unwrap()["mcpServers"]["pond"].clone();
     assert_eq!(entry["args"], json!(["mcp", "--data", uri]));
     assert_eq!(entry["env"]["AWS_ENDPOINT_URL"], s3.endpoint());
@@ -678,7 +712,13 @@ async fn mcp_install_registers_an_s3_store_without_writing_its_secret() {
     // taken from the harness's own (which has the credentials), and nothing else of ours.
     let mut server = Command::new(entry["command"].as_str().unwrap());
     server
-        .args(entry["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()))
+        .args(
+            entry["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap()),
+        )
         .env_clear()
         .env("HOME", &home)
         .env("PATH", std::env::var_os("PATH").unwrap_or_default());
@@ -717,12 +757,16 @@ fn mcp_search(server: &mut Command, query: &str) -> usize {
         writeln!(input, "{v}").unwrap();
         input.flush().unwrap();
     };
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "pond-test", "version": "0"}}}));
+        "clientInfo": {"name": "pond-test", "version": "0"}}}),
+    );
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "pond_search", "arguments": {"protocol_version": 1, "query": query}}}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "pond_search", "arguments": {"protocol_version": 1, "query": query}}}),
+    );
     let mut answer = None;
     let mut line = String::new();
     while output.read_line(&mut line).unwrap_or(0) > 0 {

@@ -437,7 +437,11 @@ async fn two_servers_and_a_sync_on_one_store_lose_and_duplicate_nothing() {
         .arg(format!("codex={}", fixtures().join("codex").display()))
         .arg("--data")
         .arg(&shared);
-    race_writers(&[(&a, &["claude-code"]), (&b, &["pi", "opencode"])], vec![sync]).await;
+    race_writers(
+        &[(&a, &["claude-code"]), (&b, &["pi", "opencode"])],
+        vec![sync],
+    )
+    .await;
     assert_same_as_one_by_one(&open(&shared), scratch.path()).await;
 }
 

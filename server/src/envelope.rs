@@ -207,7 +207,8 @@ mod tests {
         let default = pond.namespace(None).await.unwrap();
         assert_ne!(a.substrate().root(), default.substrate().root());
         // A pond whose default is a tenant resolves an omitted namespace to it.
-        let tenant = Pond::personal(dir.path().to_str().unwrap()).with_default_namespace("tenant-a");
+        let tenant =
+            Pond::personal(dir.path().to_str().unwrap()).with_default_namespace("tenant-a");
         let t = tenant.namespace(None).await.unwrap();
         assert_eq!(t.substrate().root(), a.substrate().root());
         let missing = Pond::personal(dir.path().to_str().unwrap()).with_default_namespace("nope");

@@ -107,7 +107,10 @@ impl fmt::Debug for EnvValue {
 impl ServerCommand {
     /// `env` as the harness's JSON object of values: a value as written, a variable passed on
     /// as `reference(name)`.
-    fn env_json(&self, reference: impl Fn(&str) -> String) -> serde_json::Map<String, serde_json::Value> {
+    fn env_json(
+        &self,
+        reference: impl Fn(&str) -> String,
+    ) -> serde_json::Map<String, serde_json::Value> {
         self.env
             .iter()
             .map(|(k, v)| {
@@ -372,26 +375,61 @@ mod tests {
 
     #[test]
     fn an_object_store_entry_passes_secrets_by_name_in_every_harness() {
-        let claude = plan(Harness::ClaudeCode, Path::new("/h/.claude.json"), None, &s3_cmd()).unwrap();
+        let claude = plan(
+            Harness::ClaudeCode,
+            Path::new("/h/.claude.json"),
+            None,
+            &s3_cmd(),
+        )
+        .unwrap();
         let v: serde_json::Value = serde_json::from_str(&claude.text).unwrap();
         let env = &v["mcpServers"]["pond"]["env"];
         assert_eq!(env["AWS_ENDPOINT_URL"], "http://127.0.0.1:9000");
         assert_eq!(env["AWS_SECRET_ACCESS_KEY"], "${AWS_SECRET_ACCESS_KEY}");
-        let opencode = plan(Harness::Opencode, Path::new("/p/opencode.json"), None, &s3_cmd()).unwrap();
+        let opencode = plan(
+            Harness::Opencode,
+            Path::new("/p/opencode.json"),
+            None,
+            &s3_cmd(),
+        )
+        .unwrap();
         let v: serde_json::Value = serde_json::from_str(&opencode.text).unwrap();
         let env = &v["mcp"]["pond"]["environment"];
         assert_eq!(env["AWS_SECRET_ACCESS_KEY"], "{env:AWS_SECRET_ACCESS_KEY}");
         assert_eq!(env["AWS_ENDPOINT_URL"], "http://127.0.0.1:9000");
         let before = "[mcp_servers.pond]\ncommand = \"old\"\nenv = { KEEP = \"1\" }\nenv_vars = [\"HOME2\"]\n";
-        let codex = plan(Harness::Codex, Path::new("/h/.codex/config.toml"), Some(before), &s3_cmd()).unwrap();
+        let codex = plan(
+            Harness::Codex,
+            Path::new("/h/.codex/config.toml"),
+            Some(before),
+            &s3_cmd(),
+        )
+        .unwrap();
         let v: toml::Table = codex.text.parse().unwrap();
         let pond = &v["mcp_servers"]["pond"];
         assert_eq!(pond["env"]["KEEP"].as_str(), Some("1"));
-        assert_eq!(pond["env"]["AWS_ENDPOINT_URL"].as_str(), Some("http://127.0.0.1:9000"));
+        assert_eq!(
+            pond["env"]["AWS_ENDPOINT_URL"].as_str(),
+            Some("http://127.0.0.1:9000")
+        );
         assert!(pond["env"].get("AWS_SECRET_ACCESS_KEY").is_none());
-        let vars: Vec<&str> = pond["env_vars"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
+        let vars: Vec<&str> = pond["env_vars"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
         assert_eq!(vars, ["HOME2", "AWS_SECRET_ACCESS_KEY"]);
-        assert!(plan(Harness::Codex, Path::new("/h/.codex/config.toml"), Some(&codex.text), &s3_cmd()).unwrap().unchanged);
+        assert!(
+            plan(
+                Harness::Codex,
+                Path::new("/h/.codex/config.toml"),
+                Some(&codex.text),
+                &s3_cmd()
+            )
+            .unwrap()
+            .unchanged
+        );
     }
 
     #[test]

@@ -62,16 +62,15 @@ impl Server {
         });
         let started = Instant::now();
         loop {
-            let line = match log
-                .recv_timeout(Duration::from_secs(60).saturating_sub(started.elapsed()))
-            {
-                Ok(line) => line,
-                Err(_) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!("pond serve did not say where it listens");
-                }
-            };
+            let line =
+                match log.recv_timeout(Duration::from_secs(60).saturating_sub(started.elapsed())) {
+                    Ok(line) => line,
+                    Err(_) => {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        panic!("pond serve did not say where it listens");
+                    }
+                };
             if let Some(at) = line.split("listening on http://").nth(1) {
                 let addr = at.trim().parse().unwrap();
                 return Self { child, addr, log };
@@ -302,10 +301,7 @@ pub async fn post_until_done(addr: SocketAddr, body: &Value) -> Answer {
 /// Several writers on one store at once: each server in `servers` ingests the fixtures of its
 /// codecs in batches (sending again on a retryable answer), while each `syncs` process runs.
 /// Returns when every writer is done; panics if any failed.
-pub async fn race_writers(
-    servers: &[(&Server, &'static [&'static str])],
-    syncs: Vec<Command>,
-) {
+pub async fn race_writers(servers: &[(&Server, &'static [&'static str])], syncs: Vec<Command>) {
     let running: Vec<Child> = syncs
         .into_iter()
         .map(|mut c| {

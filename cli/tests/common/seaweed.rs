@@ -148,7 +148,10 @@ impl Seaweed {
                 return;
             }
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("weed mini exited ({status}) while starting:\n{}", self.log_text());
+                panic!(
+                    "weed mini exited ({status}) while starting:\n{}",
+                    self.log_text()
+                );
             }
             if started.elapsed() > Duration::from_secs(60) {
                 panic!("weed mini not ready after 60 s:\n{}", self.log_text());
@@ -263,6 +266,13 @@ pub fn text(o: &std::process::Output) -> String {
 }
 
 /// Reads `reader` line by line into a vector (for a child's stderr on a thread).
-pub fn collect_lines(reader: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<Vec<String>> {
-    std::thread::spawn(move || BufReader::new(reader).lines().map_while(Result::ok).collect())
+pub fn collect_lines(
+    reader: impl std::io::Read + Send + 'static,
+) -> std::thread::JoinHandle<Vec<String>> {
+    std::thread::spawn(move || {
+        BufReader::new(reader)
+            .lines()
+            .map_while(Result::ok)
+            .collect()
+    })
 }

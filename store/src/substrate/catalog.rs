@@ -13,9 +13,7 @@
 //! namespaces. Names are restricted when provisioned (lower-case letters, digits, `.`, `_`, `-`)
 //! so that a name is a path segment on every backend, case-insensitive file systems included.
 
-use super::{
-    Location, PK_KEY, PK_POSITION_KEY, RetryPolicy, StoreError, Substrate, TableSpec,
-};
+use super::{Location, PK_KEY, PK_POSITION_KEY, RetryPolicy, StoreError, Substrate, TableSpec};
 use arrow_array::{Array, RecordBatch, StringArray, TimestampMicrosecondArray};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use lance::session::Session;
@@ -296,7 +294,14 @@ mod tests {
 
     #[test]
     fn names_are_path_segments_on_every_backend() {
-        for ok in ["acme", "tenant-a", "org_42", "a.b", "0", &"x".repeat(MAX_NAME)] {
+        for ok in [
+            "acme",
+            "tenant-a",
+            "org_42",
+            "a.b",
+            "0",
+            &"x".repeat(MAX_NAME),
+        ] {
             assert_eq!(name_fault(ok), None, "{ok}");
         }
         for bad in [

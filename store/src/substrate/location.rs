@@ -43,9 +43,16 @@ impl StorageOptions {
     /// or an account key counts.
     pub fn is_secret(key: &str) -> bool {
         let k = key.to_ascii_lowercase();
-        ["secret", "token", "password", "sas", "account_key", "service_account_key"]
-            .iter()
-            .any(|s| k.contains(s))
+        [
+            "secret",
+            "token",
+            "password",
+            "sas",
+            "account_key",
+            "service_account_key",
+        ]
+        .iter()
+        .any(|s| k.contains(s))
     }
 
     /// The endpoint these options send requests to, when they name one (for messages).
@@ -84,8 +91,9 @@ impl fmt::Debug for StorageOptions {
 }
 
 /// The settings a person gives for an object store (`[storage]` in config.toml, or the standard
-/// AWS variables), before they become Lance's options for one URI.
-#[derive(Clone, Default, PartialEq, Eq)]
+/// AWS variables), before they become Lance's options for one URI. `Debug` never shows a secret.
+#[derive(Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StorageSettings {
     /// Where requests go (an S3-compatible server's URL); the provider's own when absent.
     pub endpoint: Option<String>,
@@ -100,6 +108,7 @@ pub struct StorageSettings {
     /// Whether plain `http://` is allowed. Absent: allowed exactly when the endpoint says `http://`.
     pub allow_http: Option<bool>,
     /// Any other Lance storage option, passed as written (`gs://` and `az://` settings, ...).
+    #[serde(default)]
     pub options: BTreeMap<String, String>,
 }
 
@@ -306,9 +315,7 @@ mod tests {
 
     #[test]
     fn s3_settings_become_object_store_keys() {
-        let o = s3("http://127.0.0.1:9000")
-            .options_for("s3://b/p")
-            .unwrap();
+        let o = s3("http://127.0.0.1:9000").options_for("s3://b/p").unwrap();
         assert_eq!(o.get("aws_endpoint"), Some("http://127.0.0.1:9000"));
         assert_eq!(o.get("aws_region"), Some("us-east-1"));
         assert_eq!(o.get("aws_access_key_id"), Some("AKID"));
@@ -341,7 +348,9 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            raw.options_for("gs://b").unwrap().get("google_service_account"),
+            raw.options_for("gs://b")
+                .unwrap()
+                .get("google_service_account"),
             Some("/k.json")
         );
     }
@@ -367,7 +376,14 @@ mod tests {
 
     #[test]
     fn stray_variables_are_the_bare_aliases() {
-        for stray in ["ENDPOINT", "REGION", "TOKEN", "BUCKET", "TIMEOUT", "PROXY_URL"] {
+        for stray in [
+            "ENDPOINT",
+            "REGION",
+            "TOKEN",
+            "BUCKET",
+            "TIMEOUT",
+            "PROXY_URL",
+        ] {
             assert!(is_stray_storage_variable(stray), "{stray}");
         }
         for kept in [

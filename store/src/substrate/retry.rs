@@ -50,7 +50,9 @@ pub(crate) fn is_denied(e: &lance::Error) -> bool {
         // A refused list request reaches Lance as object_store's `Generic` error around its
         // (crate-private) retry error, which says the status only in its text.
         let text = s.to_string();
-        if text.contains("status code: 403 Forbidden") || text.contains("status code: 401 Unauthorized") {
+        if text.contains("status code: 403 Forbidden")
+            || text.contains("status code: 401 Unauthorized")
+        {
             return true;
         }
         source = s.source();
