@@ -128,7 +128,7 @@ async fn fixtures_in_s3_equal_a_local_sync() {
         &sources_per_session(&CODECS),
     );
     // And one native restore through the binary, compared with its source file as values.
-    let source = fixtures().join("codex/ccusage-synthetic/session-alpha.jsonl");
+    let source = fixtures().join("codex/localpush-2026-02-23/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl");
     let id = {
         let reader = pond_codecs::registry::find("codex").unwrap().read.unwrap();
         let unit = reader
