@@ -16,7 +16,8 @@ n=${2:-1000000}
 command -v rg >/dev/null || { echo "latency.sh: ripgrep (rg) is needed for the baseline" >&2; exit 2; }
 mkdir -p "$work"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/pond/target}"
-cargo build --release --locked -p pond -p pond-server --example search_bench >&2
+# --bin pond too: with --example alone cargo builds only the example.
+cargo build --release --locked -p pond -p pond-server --example search_bench --bin pond >&2
 bin="$CARGO_TARGET_DIR/release"
 
 if [ ! -d "$work/corpus/projects" ]; then

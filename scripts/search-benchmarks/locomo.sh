@@ -14,7 +14,7 @@ bench=../shared/searchbench
 work=${1:-$(mktemp -d)}
 mkdir -p "$work"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/pond/target}"
-cargo build --release --locked -p pond -p pond-server --example search_bench >&2
+cargo build --release --locked -p pond -p pond-server --example search_bench --bin pond >&2
 bin="$CARGO_TARGET_DIR/release"
 
 python3 "$bench/convert_locomo.py" "$bench/locomo-dev.json" "$work/locomo" >&2
