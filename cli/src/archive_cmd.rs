@@ -53,22 +53,22 @@ fn tick(bar: &Option<ProgressBar>) -> impl FnMut(Step) + Send + '_ {
 }
 
 pub fn export(args: ExportArgs, json: bool) -> ExitCode {
-    let uri = match args.data.uri() {
-        Ok(u) => u,
-        Err(e) => return fail("export", e),
-    };
     let out = args
         .out
         .unwrap_or_else(|| PathBuf::from(archive::default_name()));
-    let store = SessionStore::open(&uri);
+    let rt = runtime();
+    let opened = match args.data.open(&rt) {
+        Ok(o) => o,
+        Err(e) => return fail("export", e),
+    };
     let bar = progress_bar();
-    let result = runtime().block_on(archive::export(&store, &out, &mut tick(&bar)));
+    let result = rt.block_on(archive::export(&opened.store, &out, &mut tick(&bar)));
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     let summary = match result {
         Ok(s) => s,
-        Err(e) => return fail("export", e),
+        Err(e) => return opened.fail("export", e),
     };
     if json {
         println!("{}", serde_json::to_string_pretty(&summary).expect("JSON"));
@@ -87,19 +87,19 @@ pub fn export(args: ExportArgs, json: bool) -> ExitCode {
 }
 
 pub fn import(args: ImportArgs, json: bool) -> ExitCode {
-    let uri = match args.data.uri() {
-        Ok(u) => u,
+    let rt = runtime();
+    let opened = match args.data.open(&rt) {
+        Ok(o) => o,
         Err(e) => return fail("import", e),
     };
-    let store = SessionStore::open(&uri);
-    match import_into(&store, &runtime(), &args.archive, json) {
+    match import_into(&opened.store, &rt, &args.archive, json) {
         Ok(summary) => {
             if json {
                 println!("{}", serde_json::to_string_pretty(&summary).expect("JSON"));
             }
             ExitCode::SUCCESS
         }
-        Err(e) => fail("import", e),
+        Err(e) => opened.fail("import", e),
     }
 }
 

@@ -2,8 +2,21 @@
 //! imports from, and where the store lives. Flags and environment win over the file.
 //!
 //! ```toml
-//! # The store (overridden by --data and POND_DATA).
+//! # The store (overridden by --data and POND_DATA): a directory, or an object store.
 //! data = "/srv/pond"
+//!
+//! # How to reach an s3:// store (each overridden by its standard AWS variable: AWS_ENDPOINT_URL,
+//! # AWS_REGION, AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_ALLOW_HTTP).
+//! # Without credentials here or there, the AWS default chain applies (profile, SSO, IMDS).
+//! [storage]
+//! endpoint = "http://127.0.0.1:8333"   # an S3-compatible server; AWS's own when left out
+//! region = "us-east-1"
+//! access_key_id = "..."
+//! secret_access_key = "..."
+//! allow_http = true                     # the default when the endpoint is http://
+//! # Any other Lance storage option, as written (gs:// and az:// settings, timeouts, ...).
+//! [storage.options]
+//! client_max_retries = "3"
 //!
 //! # Sources per codec. A codec listed here reads exactly these paths (`~` is the home folder);
 //! # an empty list turns it off; a codec not listed keeps its harness's standard locations.
@@ -14,6 +27,7 @@
 //! ```
 
 use pond_codecs::registry;
+use pond_store::substrate::StorageSettings;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,6 +41,9 @@ pub struct Config {
     /// Source paths per codec name.
     #[serde(default)]
     pub sources: BTreeMap<String, Vec<String>>,
+    /// How to reach an object store.
+    #[serde(default)]
+    pub storage: StorageSettings,
     /// Where the file was read from (not part of the file).
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -122,6 +139,21 @@ mod tests {
         assert!(e.contains("unknown codec `claude-cod`"), "{e}");
         let e = parse("dat = \"/x\"\n").unwrap_err();
         assert!(e.starts_with("FILE:1:1"), "{e}");
+    }
+
+    #[test]
+    fn storage_parses_and_never_shows_its_secret() {
+        let c = parse(
+            "data = \"s3://pond/team\"\n[storage]\nendpoint = \"http://127.0.0.1:8333\"\nregion = \"us-east-1\"\naccess_key_id = \"AK\"\nsecret_access_key = \"hush\"\n[storage.options]\nclient_max_retries = \"2\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.storage.endpoint.as_deref(), Some("http://127.0.0.1:8333"));
+        assert_eq!(c.storage.secret_access_key.as_deref(), Some("hush"));
+        assert_eq!(c.storage.options["client_max_retries"], "2");
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("hush"), "{shown}");
+        let e = parse("[storage]\nsecret = \"x\"\n").unwrap_err();
+        assert!(e.contains("secret"), "{e}");
     }
 
     #[test]

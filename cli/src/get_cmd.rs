@@ -6,7 +6,6 @@ use pond_store::get::{
     DEFAULT_BUDGET_BYTES, GetRequest, GetResponse, MessagePage, MessageView, ResponseMode,
     SessionPage,
 };
-use pond_store::sessions::SessionStore;
 use std::process::ExitCode;
 
 /// How much of each message to show.
@@ -49,10 +48,6 @@ pub struct GetArgs {
 }
 
 pub fn run(args: GetArgs, json: bool) -> ExitCode {
-    let uri = match args.data.uri() {
-        Ok(u) => u,
-        Err(e) => return fail("get", e),
-    };
     let request = GetRequest {
         session_id: args.session.clone(),
         response_mode: match args.mode {
@@ -65,10 +60,14 @@ pub fn run(args: GetArgs, json: bool) -> ExitCode {
         after_id: args.after_id.clone(),
         budget_bytes: args.budget,
     };
-    let store = SessionStore::open(&uri);
-    let response = match runtime().block_on(pond_store::get::get(&store, &request)) {
-        Ok(r) => r,
+    let rt = runtime();
+    let opened = match args.data.open(&rt) {
+        Ok(o) => o,
         Err(e) => return fail("get", e),
+    };
+    let response = match rt.block_on(pond_store::get::get(&opened.store, &request)) {
+        Ok(r) => r,
+        Err(e) => return opened.fail("get", e),
     };
     if json {
         println!("{}", serde_json::to_string_pretty(&response).expect("JSON"));

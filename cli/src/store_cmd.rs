@@ -4,32 +4,92 @@
 use indicatif::{ProgressBar, ProgressStyle};
 use pond_codecs::output::DirOutput;
 use pond_codecs::{Codec, Layout, registry};
+use pond_server::Pond;
 use pond_store::sessions::SessionStore;
+use pond_store::substrate::Location;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Where the store is: `--data URI`, else `POND_DATA`, else `$XDG_DATA_HOME/pond`.
+/// Where the store is: `--data URI`, else `POND_DATA`, else `$XDG_DATA_HOME/pond`; and which
+/// namespace under it.
 #[derive(clap::Args, Clone)]
 pub struct DataArgs {
-    /// The store: a directory, `file://...`, or an object-store URI.
+    /// The store: a directory, `file://...`, or an object-store URI (`s3://bucket/prefix`,
+    /// `gs://...`, `az://...`; settings from the AWS variables or `[storage]` in config.toml).
     #[arg(long = "data", value_name = "URI", env = "POND_DATA", global = true)]
     data: Option<String>,
+    /// The namespace under the store (`pond namespace list`); the store's own (`default`)
+    /// when left out.
+    #[arg(
+        long = "namespace",
+        value_name = "NAME",
+        env = "POND_NAMESPACE",
+        global = true
+    )]
+    namespace: Option<String>,
+}
+
+/// A store opened for a verb: the namespace's store, and where it is (for messages).
+pub(crate) struct Opened {
+    pub store: std::sync::Arc<SessionStore>,
+    pub location: Location,
+}
+
+impl Opened {
+    /// A store fault, naming the store (and its endpoint: never a secret).
+    pub fn fail(&self, verb: &str, e: impl std::fmt::Display) -> ExitCode {
+        fail(verb, format!("{e} (store {})", self.location.describe()))
+    }
 }
 
 impl DataArgs {
     /// `--data`/`POND_DATA`, else `data` in config.toml, else the embedded default.
-    pub(crate) fn uri(&self) -> Result<String, String> {
+    fn uri_in(&self, config: &crate::config::Config) -> Result<String, String> {
         if let Some(d) = self.data.as_ref().filter(|d| !d.is_empty()) {
             return Ok(d.clone());
         }
-        if let Some(d) = crate::config::load()?.data.filter(|d| !d.is_empty()) {
-            return Ok(crate::config::expand_home(&d).display().to_string());
+        if let Some(d) = config.data.as_ref().filter(|d| !d.is_empty()) {
+            return Ok(crate::config::expand_home(d).display().to_string());
         }
         pond_store::default_data_dir()
             .map(|p| p.display().to_string())
             .ok_or_else(|| "no data directory: set --data, POND_DATA or XDG_DATA_HOME".to_owned())
+    }
+
+    /// The store's location, with the storage options its scheme takes from the environment and
+    /// `[storage]` in config.toml.
+    pub(crate) fn location(&self) -> Result<Location, String> {
+        let config = crate::config::load()?;
+        let uri = self.uri_in(&config)?;
+        let settings = crate::storage::settings(&config.storage, |k| std::env::var(k).ok())?;
+        crate::storage::location(&uri, &settings)
+    }
+
+    /// `--namespace`, when given.
+    pub(crate) fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref().filter(|n| !n.is_empty())
+    }
+
+    /// The pond at the store, where an omitted namespace selects `--namespace`.
+    pub(crate) fn pond(&self) -> Result<(Pond, Location), String> {
+        let location = self.location()?;
+        let mut pond = Pond::open(location.clone());
+        if let Some(ns) = self.namespace() {
+            pond = pond.with_default_namespace(ns);
+        }
+        Ok((pond, location))
+    }
+
+    /// The store of `--namespace` (else the default), resolved as a request's namespace is
+    /// (wire-namespace-resolution): a namespace not provisioned is refused.
+    pub(crate) fn open(&self, rt: &tokio::runtime::Runtime) -> Result<Opened, String> {
+        let (pond, location) = self.pond()?;
+        let store = rt
+            .block_on(pond.namespace(None))
+            .map_err(|e| format!("{} (store {})", e.message, location.describe()))?;
+        Ok(Opened { store, location })
     }
 }
 
@@ -180,10 +240,6 @@ fn configured_sources(args: &SyncArgs) -> Result<Vec<(&'static Codec, Vec<PathBu
 }
 
 pub fn sync(args: SyncArgs, json: bool) -> ExitCode {
-    let uri = match args.data.uri() {
-        Ok(u) => u,
-        Err(e) => return fail("sync", e),
-    };
     let runs = |stage: Stage| match args.only {
         Some(only) => only == stage,
         None => !args.skip.contains(&stage),
@@ -197,17 +253,21 @@ pub fn sync(args: SyncArgs, json: bool) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail("sync", e),
     };
-    let store = SessionStore::open(&uri);
     let rt = runtime();
+    let opened = match args.data.open(&rt) {
+        Ok(o) => o,
+        Err(e) => return fail("sync", e),
+    };
+    let store = &*opened.store;
     let mut report = serde_json::Map::new();
     let mut errors = 0usize;
     if runs(Stage::Import) {
         if let Some(path) = &args.import_from {
-            match crate::archive_cmd::import_into(&store, &rt, path, json) {
+            match crate::archive_cmd::import_into(store, &rt, path, json) {
                 Ok(s) => {
                     report.insert("archive".into(), serde_json::to_value(&s).expect("JSON"));
                 }
-                Err(e) => return fail("sync", e),
+                Err(e) => return opened.fail("sync", e),
             }
         }
         if sources.is_empty() && args.import_from.is_none() {
@@ -225,7 +285,7 @@ pub fn sync(args: SyncArgs, json: bool) -> ExitCode {
                 }
             };
             let result = rt.block_on(pond_store::sync::import_with_project(
-                &store,
+                store,
                 codec,
                 paths,
                 args.project.as_deref(),
@@ -257,7 +317,7 @@ pub fn sync(args: SyncArgs, json: bool) -> ExitCode {
                     }
                     imports.push(serde_json::to_value(&s).expect("JSON"));
                 }
-                Err(e) => return fail("sync", e),
+                Err(e) => return opened.fail("sync", e),
             }
         }
         report.insert("import".into(), serde_json::Value::Array(imports));
@@ -279,7 +339,7 @@ pub fn sync(args: SyncArgs, json: bool) -> ExitCode {
                     serde_json::json!({"enabled": false, "backlog": n}),
                 );
             }
-            Err(e) => return fail("sync", e),
+            Err(e) => return opened.fail("sync", e),
         }
     }
     if runs(Stage::UpdateIndexes) {
@@ -309,7 +369,7 @@ pub fn sync(args: SyncArgs, json: bool) -> ExitCode {
                     serde_json::json!({ "indexes": updates }),
                 );
             }
-            Err(e) => return fail("sync", e),
+            Err(e) => return opened.fail("sync", e),
         }
     }
     if json {
@@ -357,22 +417,22 @@ fn since_micros(s: &str) -> Result<i64, String> {
 }
 
 pub fn sessions(args: SessionsArgs, json: bool) -> ExitCode {
-    let uri = match args.data.uri() {
-        Ok(u) => u,
-        Err(e) => return fail("sessions", e),
-    };
     let since = match args.since.as_deref().map(since_micros).transpose() {
         Ok(s) => s,
         Err(e) => return fail("sessions", e),
     };
-    let store = SessionStore::open(&uri);
-    let list = match runtime().block_on(store.list(
+    let rt = runtime();
+    let opened = match args.data.open(&rt) {
+        Ok(o) => o,
+        Err(e) => return fail("sessions", e),
+    };
+    let list = match rt.block_on(opened.store.list(
         args.source_agent.as_deref(),
         args.project.as_deref(),
         since,
     )) {
         Ok(l) => l,
-        Err(e) => return fail("sessions", e),
+        Err(e) => return opened.fail("sessions", e),
     };
     if json {
         println!("{}", serde_json::to_string_pretty(&list).expect("JSON"));
@@ -397,19 +457,23 @@ pub fn sessions(args: SessionsArgs, json: bool) -> ExitCode {
 }
 
 pub fn status(args: StatusArgs, json: bool) -> ExitCode {
-    let uri = match args.data.uri() {
-        Ok(u) => u,
+    let rt = runtime();
+    let opened = match args.data.open(&rt) {
+        Ok(o) => o,
         Err(e) => return fail("status", e),
     };
-    let store = SessionStore::open(&uri);
-    let rt = runtime();
+    let store = &*opened.store;
+    let uri = store.substrate().root().to_owned();
     // The cheap summary first: row counts and versions from the manifests.
     let tables = match rt.block_on(store.table_status()) {
         Ok(t) => t,
-        Err(e) => return fail("status", e),
+        Err(e) => return opened.fail("status", e),
     };
     if !json {
-        println!("store {uri}");
+        println!("store {}", opened.location.describe());
+        if let Some(ns) = args.data.namespace() {
+            println!("namespace {ns} ({uri})");
+        }
         for t in &tables {
             println!(
                 "  {:<9} {:>10} rows  version {}",
@@ -421,12 +485,12 @@ pub fn status(args: StatusArgs, json: bool) -> ExitCode {
     }
     let (per_agent, embedded) = match rt.block_on(store.message_breakdown()) {
         Ok(b) => b,
-        Err(e) => return fail("status", e),
+        Err(e) => return opened.fail("status", e),
     };
     let total: u64 = per_agent.values().sum();
     let keys = match rt.block_on(store.key_check()) {
         Ok(k) => k,
-        Err(e) => return fail("status", e),
+        Err(e) => return opened.fail("status", e),
     };
     let keys_json: Vec<_> = keys
         .iter()
@@ -434,13 +498,14 @@ pub fn status(args: StatusArgs, json: bool) -> ExitCode {
         .collect();
     let indexes = match rt.block_on(store.index_status()) {
         Ok(i) => i,
-        Err(e) => return fail("status", e),
+        Err(e) => return opened.fail("status", e),
     };
     if json {
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "data": uri,
+                "namespace": args.data.namespace().unwrap_or(pond_store::substrate::DEFAULT_NAMESPACE),
                 "tables": tables,
                 "messages_per_source_agent": per_agent,
                 "embedding": {"embedded": embedded, "messages": total},
@@ -485,10 +550,6 @@ pub fn status(args: StatusArgs, json: bool) -> ExitCode {
 }
 
 pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
-    let uri = match args.data.uri() {
-        Ok(u) => u,
-        Err(e) => return fail("restore", e),
-    };
     let Some(to) = registry::find(&args.to) else {
         return fail(
             "restore",
@@ -499,11 +560,14 @@ pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
             ),
         );
     };
-    let store = SessionStore::open(&uri);
     let rt = runtime();
-    let events = match rt.block_on(pond_store::restore::lineage(&store, &args.session)) {
-        Ok(l) => l,
+    let opened = match args.data.open(&rt) {
+        Ok(o) => o,
         Err(e) => return fail("restore", e),
+    };
+    let events = match rt.block_on(pond_store::restore::lineage(&opened.store, &args.session)) {
+        Ok(l) => l,
+        Err(e) => return opened.fail("restore", e),
     };
     let (root, layout) = if args.install {
         match to.install.as_ref().map(|i| (i.root)()) {

@@ -5,41 +5,83 @@
 
 use crate::error::{ErrorCode, PondError};
 use pond_store::sessions::SessionStore;
+use pond_store::substrate::{Catalog, DEFAULT_NAMESPACE, Location};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// The protocol version this pond speaks.
 pub const PROTOCOL_VERSION: u32 = 1;
 
 /// The name of the personal pond's single namespace (spec 2.2): what an omitted `namespace`
-/// selects.
-pub const PERSONAL_NAMESPACE: &str = "default";
+/// selects unless the pond was opened with another default.
+pub const PERSONAL_NAMESPACE: &str = DEFAULT_NAMESPACE;
 
-/// What the handlers serve: the stores of every namespace. The personal deployment has one.
+/// What the handlers serve: the namespaces under one root, each its own store. The personal
+/// pond uses only the default one; a hosted pond serves every namespace provisioned under its
+/// root (`pond namespace create`).
 pub struct Pond {
-    personal: SessionStore,
+    catalog: Catalog,
+    /// The namespace an omitted `namespace` selects.
+    default: String,
+    /// The store of every namespace resolved so far (namespaces are never removed).
+    stores: Mutex<HashMap<String, Arc<SessionStore>>>,
 }
 
 impl Pond {
-    /// A personal pond over the store at `uri`.
+    /// A personal pond over the local store at `uri`.
     pub fn personal(uri: &str) -> Self {
+        Self::open(Location::local(uri))
+    }
+
+    /// The pond under `root` (a directory or an object-store URI, with its storage options).
+    pub fn open(root: Location) -> Self {
         Self {
-            personal: SessionStore::open(uri),
+            catalog: Catalog::open(root),
+            default: DEFAULT_NAMESPACE.to_owned(),
+            stores: Mutex::new(HashMap::new()),
         }
     }
 
-    /// wire-namespace-resolution: the store a request's `namespace` selects. Omitted or
-    /// [`PERSONAL_NAMESPACE`], the personal store; anything else is not provisioned here.
-    pub fn namespace(&self, namespace: Option<&str>) -> Result<&SessionStore, PondError> {
-        match namespace {
-            None | Some(PERSONAL_NAMESPACE) => Ok(&self.personal),
-            Some(other) => Err(PondError::new(
+    /// The same pond, where an omitted `namespace` selects `name` (`pond mcp --namespace`, the
+    /// CLI verbs' `--namespace`); it is resolved like any namespace, when a request comes.
+    pub fn with_default_namespace(mut self, name: &str) -> Self {
+        self.default = name.to_owned();
+        self
+    }
+
+    /// The catalog of namespaces under the root.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// wire-namespace-resolution: the store a request's `namespace` selects, the one place this
+    /// is decided. Omitted, the pond's default namespace ([`PERSONAL_NAMESPACE`] unless opened
+    /// otherwise); a namespace not provisioned under the root is `namespace_unknown`. Each
+    /// namespace's store is rooted at its own prefix by the catalog
+    /// (lance-chokepoints-catalog), so nothing read or written through it reaches another's.
+    pub async fn namespace(&self, namespace: Option<&str>) -> Result<Arc<SessionStore>, PondError> {
+        let name = namespace.unwrap_or(&self.default);
+        if let Some(store) = self.stores.lock().expect("not poisoned").get(name) {
+            return Ok(store.clone());
+        }
+        match self.catalog.substrate(name).await? {
+            Some(substrate) => {
+                let mut stores = self.stores.lock().expect("not poisoned");
+                let store = stores
+                    .entry(name.to_owned())
+                    .or_insert_with(|| Arc::new(SessionStore::on(substrate)));
+                Ok(store.clone())
+            }
+            None => Err(PondError::new(
                 ErrorCode::NamespaceUnknown,
                 format!(
-                    "namespace {other:?} is not provisioned; this pond has one namespace, {PERSONAL_NAMESPACE:?} (or leave namespace out)"
+                    "namespace {name:?} is not provisioned in this pond (an operator provisions one with `pond namespace create NAME`; leave namespace out for {:?})",
+                    self.default
                 ),
             )
-            .with("namespace", other)),
+            .with("namespace", name)),
         }
     }
 }
@@ -150,13 +192,29 @@ mod tests {
         assert_eq!((c, f.as_str()), (ErrorCode::ValidationFailed, ""));
     }
 
-    #[test]
-    fn only_the_personal_namespace_exists_here() {
+    #[tokio::test]
+    async fn a_namespace_exists_once_provisioned() {
         let dir = tempfile::tempdir().unwrap();
         let pond = Pond::personal(dir.path().to_str().unwrap());
-        assert!(pond.namespace(None).is_ok());
-        assert!(pond.namespace(Some(PERSONAL_NAMESPACE)).is_ok());
-        let e = pond.namespace(Some("tenant-a")).err().unwrap();
-        assert_eq!(e.code, ErrorCode::NamespaceUnknown);
+        assert!(pond.namespace(None).await.is_ok());
+        assert!(pond.namespace(Some(PERSONAL_NAMESPACE)).await.is_ok());
+        for unknown in ["tenant-a", "../etc", "Tenant-A", ""] {
+            let e = pond.namespace(Some(unknown)).await.err().unwrap();
+            assert_eq!(e.code, ErrorCode::NamespaceUnknown, "{unknown:?}");
+        }
+        pond.catalog().create("tenant-a").await.unwrap();
+        let a = pond.namespace(Some("tenant-a")).await.unwrap();
+        let default = pond.namespace(None).await.unwrap();
+        assert_ne!(a.substrate().root(), default.substrate().root());
+        // A pond whose default is a tenant resolves an omitted namespace to it.
+        let tenant =
+            Pond::personal(dir.path().to_str().unwrap()).with_default_namespace("tenant-a");
+        let t = tenant.namespace(None).await.unwrap();
+        assert_eq!(t.substrate().root(), a.substrate().root());
+        let missing = Pond::personal(dir.path().to_str().unwrap()).with_default_namespace("nope");
+        assert_eq!(
+            missing.namespace(None).await.err().unwrap().code,
+            ErrorCode::NamespaceUnknown
+        );
     }
 }

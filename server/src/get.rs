@@ -61,7 +61,7 @@ impl GetRequest {
 /// `pond_get`: one page of a session, or one message with its neighbours.
 pub async fn pond_get(pond: &Pond, request: GetRequest) -> Result<GetResponse, PondError> {
     check_version(request.protocol_version)?;
-    let store = pond.namespace(request.namespace.as_deref())?;
+    let store = pond.namespace(request.namespace.as_deref()).await?;
     if request.session_id.is_empty() {
         return Err(PondError::invalid("session_id", "session_id is empty"));
     }
@@ -88,7 +88,7 @@ pub async fn pond_get(pond: &Pond, request: GetRequest) -> Result<GetResponse, P
         after_id: request.after_id,
         budget_bytes: DEFAULT_BUDGET_BYTES,
     };
-    pond_store::get::get(store, &inner).await.map_err(|e| match e {
+    pond_store::get::get(&store, &inner).await.map_err(|e| match e {
         GetError::SessionNotFound(id) => PondError::new(
             ErrorCode::NotFound,
             format!("no stored session {id}"),

@@ -72,7 +72,7 @@ pub struct IngestResponse {
 /// `pond_ingest`: checks every session of the batch and stores those that pass.
 pub async fn pond_ingest(pond: &Pond, request: IngestRequest) -> Result<IngestResponse, PondError> {
     check_version(request.protocol_version)?;
-    let store = pond.namespace(request.namespace.as_deref())?;
+    let store = pond.namespace(request.namespace.as_deref()).await?;
     if request.events.len() > MAX_EVENTS {
         return Err(PondError::invalid(
             "events",

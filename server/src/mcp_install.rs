@@ -80,6 +80,48 @@ pub struct ServerCommand {
     pub program: String,
     /// Its arguments: `mcp --data URI`.
     pub args: Vec<String>,
+    /// Environment variables the harness gives the server (an object store's settings).
+    pub env: Vec<(String, EnvValue)>,
+}
+
+/// How the harness gives the server one environment variable.
+#[derive(Clone, PartialEq, Eq)]
+pub enum EnvValue {
+    /// This value, written into the harness's file (never a secret unless the user asked).
+    Value(String),
+    /// The harness's own variable of the same name, passed on by reference: the value is not
+    /// written (Claude Code `${NAME}`, Codex `env_vars`, opencode `{env:NAME}`).
+    Inherit,
+}
+
+impl fmt::Debug for EnvValue {
+    /// Never the value: it may be a secret the user asked to write.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Value(_) => write!(f, "Value(..)"),
+            Self::Inherit => write!(f, "Inherit"),
+        }
+    }
+}
+
+impl ServerCommand {
+    /// `env` as the harness's JSON object of values: a value as written, a variable passed on
+    /// as `reference(name)`.
+    fn env_json(
+        &self,
+        reference: impl Fn(&str) -> String,
+    ) -> serde_json::Map<String, serde_json::Value> {
+        self.env
+            .iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    EnvValue::Value(v) => v.clone(),
+                    EnvValue::Inherit => reference(k),
+                };
+                (k.clone(), serde_json::Value::String(v))
+            })
+            .collect()
+    }
 }
 
 /// The configuration file of `harness` at `scope`; `home` is the user's home, `cwd` the project.
@@ -173,15 +215,17 @@ fn json_config(
     let (outer, entry) = match harness {
         Harness::ClaudeCode => (
             "mcpServers",
-            json!({"type": "stdio", "command": command.program, "args": command.args, "env": {}}),
+            json!({"type": "stdio", "command": command.program, "args": command.args,
+                "env": command.env_json(|k| format!("${{{k}}}"))}),
         ),
         _ => {
             let mut argv = vec![command.program.clone()];
             argv.extend(command.args.iter().cloned());
-            (
-                "mcp",
-                json!({"type": "local", "command": argv, "enabled": true}),
-            )
+            let mut entry = json!({"type": "local", "command": argv, "enabled": true});
+            if !command.env.is_empty() {
+                entry["environment"] = Value::Object(command.env_json(|k| format!("{{env:{k}}}")));
+            }
+            ("mcp", entry)
         }
     };
     let Value::Object(root) = &mut doc else {
@@ -254,12 +298,52 @@ fn codex(existing: Option<&str>, command: &ServerCommand) -> Result<(String, Str
         .ok_or("its mcp_servers.pond is not a table")?;
     pond["command"] = value(command.program.as_str());
     pond["args"] = value(args);
-    let text = doc.to_string();
-    let entry = format!(
+    // The variables pond sets; any other the user put there stays.
+    let mut entry = format!(
         "[mcp_servers.pond]\ncommand = {:?}\nargs = {:?}",
         command.program, command.args
     );
-    Ok((text, entry))
+    let values: Vec<(&String, &String)> = command
+        .env
+        .iter()
+        .filter_map(|(k, v)| match v {
+            EnvValue::Value(v) => Some((k, v)),
+            EnvValue::Inherit => None,
+        })
+        .collect();
+    let inherited: Vec<&String> = command
+        .env
+        .iter()
+        .filter(|(_, v)| *v == EnvValue::Inherit)
+        .map(|(k, _)| k)
+        .collect();
+    if !values.is_empty() {
+        let env = pond
+            .entry("env")
+            .or_insert_with(|| value(toml_edit::InlineTable::new()));
+        let env = env
+            .as_inline_table_mut()
+            .ok_or("its mcp_servers.pond.env is not an inline table")?;
+        for (k, v) in &values {
+            env.insert(k.as_str(), v.as_str().into());
+        }
+        let shown: Vec<String> = values.iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+        entry.push_str(&format!("\nenv = {{ {} }}", shown.join(", ")));
+    }
+    if !inherited.is_empty() {
+        let vars = pond
+            .entry("env_vars")
+            .or_insert_with(|| value(Array::new()))
+            .as_array_mut()
+            .ok_or("its mcp_servers.pond.env_vars is not an array")?;
+        for k in &inherited {
+            if !vars.iter().any(|v| v.as_str() == Some(k.as_str())) {
+                vars.push(k.as_str());
+            }
+        }
+        entry.push_str(&format!("\nenv_vars = {inherited:?}"));
+    }
+    Ok((doc.to_string(), entry))
 }
 
 #[cfg(test)]
@@ -270,7 +354,82 @@ mod tests {
         ServerCommand {
             program: "/usr/local/bin/pond".into(),
             args: vec!["mcp".into(), "--data".into(), "/data/pond".into()],
+            env: Vec::new(),
         }
+    }
+
+    /// An object store's entry: its endpoint written, its secret passed on by name.
+    fn s3_cmd() -> ServerCommand {
+        ServerCommand {
+            program: "/usr/local/bin/pond".into(),
+            args: vec!["mcp".into(), "--data".into(), "s3://pond/team".into()],
+            env: vec![
+                (
+                    "AWS_ENDPOINT_URL".into(),
+                    EnvValue::Value("http://127.0.0.1:9000".into()),
+                ),
+                ("AWS_SECRET_ACCESS_KEY".into(), EnvValue::Inherit),
+            ],
+        }
+    }
+
+    #[test]
+    fn an_object_store_entry_passes_secrets_by_name_in_every_harness() {
+        let claude = plan(
+            Harness::ClaudeCode,
+            Path::new("/h/.claude.json"),
+            None,
+            &s3_cmd(),
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&claude.text).unwrap();
+        let env = &v["mcpServers"]["pond"]["env"];
+        assert_eq!(env["AWS_ENDPOINT_URL"], "http://127.0.0.1:9000");
+        assert_eq!(env["AWS_SECRET_ACCESS_KEY"], "${AWS_SECRET_ACCESS_KEY}");
+        let opencode = plan(
+            Harness::Opencode,
+            Path::new("/p/opencode.json"),
+            None,
+            &s3_cmd(),
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&opencode.text).unwrap();
+        let env = &v["mcp"]["pond"]["environment"];
+        assert_eq!(env["AWS_SECRET_ACCESS_KEY"], "{env:AWS_SECRET_ACCESS_KEY}");
+        assert_eq!(env["AWS_ENDPOINT_URL"], "http://127.0.0.1:9000");
+        let before = "[mcp_servers.pond]\ncommand = \"old\"\nenv = { KEEP = \"1\" }\nenv_vars = [\"HOME2\"]\n";
+        let codex = plan(
+            Harness::Codex,
+            Path::new("/h/.codex/config.toml"),
+            Some(before),
+            &s3_cmd(),
+        )
+        .unwrap();
+        let v: toml::Table = codex.text.parse().unwrap();
+        let pond = &v["mcp_servers"]["pond"];
+        assert_eq!(pond["env"]["KEEP"].as_str(), Some("1"));
+        assert_eq!(
+            pond["env"]["AWS_ENDPOINT_URL"].as_str(),
+            Some("http://127.0.0.1:9000")
+        );
+        assert!(pond["env"].get("AWS_SECRET_ACCESS_KEY").is_none());
+        let vars: Vec<&str> = pond["env_vars"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        assert_eq!(vars, ["HOME2", "AWS_SECRET_ACCESS_KEY"]);
+        assert!(
+            plan(
+                Harness::Codex,
+                Path::new("/h/.codex/config.toml"),
+                Some(&codex.text),
+                &s3_cmd()
+            )
+            .unwrap()
+            .unchanged
+        );
     }
 
     #[test]

@@ -84,7 +84,7 @@ pub struct Stats {
 
 /// `stats://pond` for `namespace`.
 pub async fn pond_stats(pond: &Pond, namespace: Option<&str>) -> Result<Stats, PondError> {
-    let store = pond.namespace(namespace)?;
+    let store = pond.namespace(namespace).await?;
     let tables = store.table_status().await?;
     let (per_agent, embedded) = store.message_breakdown().await?;
     let keys = store.key_check().await?;

@@ -222,7 +222,7 @@ async fn run(
     explain: bool,
 ) -> Result<(SearchResponse, SearchTrace), PondError> {
     check_version(request.protocol_version)?;
-    let store = pond.namespace(request.namespace.as_deref())?;
+    let store = pond.namespace(request.namespace.as_deref()).await?;
     let checked = Checked::new(&request)?;
     let outcome = store
         .search(&SearchQuery {

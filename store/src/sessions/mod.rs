@@ -6,7 +6,7 @@ pub mod rows;
 pub mod schema;
 pub mod search_text;
 
-use crate::substrate::{IndexAction, IndexStatus, MergeOutcome, StoreError, Substrate};
+use crate::substrate::{IndexAction, IndexStatus, Location, MergeOutcome, StoreError, Substrate};
 use pond_canonical::{Message, Session, SessionLog};
 use rows::RowBuffer;
 use serde::Serialize;
@@ -87,11 +87,23 @@ pub(crate) fn sql_quote(s: &str) -> String {
 }
 
 impl SessionStore {
-    /// The session datasets under `uri`.
+    /// The session datasets under `uri` (a local directory: no storage options).
     pub fn open(uri: &str) -> Self {
-        Self {
-            substrate: Substrate::new(uri, Default::default()),
-        }
+        Self::at(Location::local(uri))
+    }
+
+    /// The session datasets at `location`, reached with its storage options.
+    pub fn at(location: Location) -> Self {
+        Self::on(Substrate::open(
+            location,
+            crate::substrate::lance_session(),
+            Default::default(),
+        ))
+    }
+
+    /// The session datasets on `substrate` (a namespace's, from the catalog).
+    pub fn on(substrate: Substrate) -> Self {
+        Self { substrate }
     }
 
     /// The substrate underneath (status, maintenance).

@@ -12,13 +12,20 @@
 //! every read, a handle freshness check keyed to the backend (lance-handle-freshness). All tables
 //! share one Lance session (cache and object-store registry).
 
+mod catalog;
 mod dedup;
 mod index;
+mod location;
 mod retry;
 mod search;
 mod snapshot;
 
+pub use catalog::{Catalog, DEFAULT_NAMESPACE, NamespaceError, NamespaceInfo};
 pub use index::{IndexAction, IndexKind, IndexSpec, IndexStatus};
+pub use location::{
+    Location, StorageOptions, StorageSettings, is_stray_storage_variable,
+    remove_stray_storage_variables,
+};
 pub use retry::RetryPolicy;
 pub use search::{FullTextRequest, TermStats, TextAnalyzer, str_at};
 pub use snapshot::BatchStream;
@@ -157,6 +164,16 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// The backend a URI names: a plain path or `file://` is local, any other scheme an object
+    /// store.
+    pub fn of(uri: &str) -> Self {
+        if uri.contains("://") && !uri.starts_with("file://") {
+            Self::ObjectStore
+        } else {
+            Self::Local
+        }
+    }
+
     /// How long a cached handle may serve reads before it is checked again (lance-handle-freshness):
     /// zero locally, where a manifest re-read costs microseconds; a few seconds on object stores.
     pub fn staleness_window(self) -> Duration {
@@ -172,9 +189,19 @@ struct Handle {
     checked: Instant,
 }
 
+/// A Lance session with pond's cache bounds and an object-store registry of its own: what every
+/// table of one process shares (spec 3.4: one cache, one object-store client per store).
+pub fn lance_session() -> Arc<Session> {
+    Arc::new(Session::new(
+        INDEX_CACHE_BYTES,
+        METADATA_CACHE_BYTES,
+        Arc::new(lance::io::ObjectStoreRegistry::default()),
+    ))
+}
+
 /// The storage substrate over one root (one namespace).
 pub struct Substrate {
-    root: String,
+    root_location: Location,
     backend: Backend,
     session: Arc<Session>,
     handles: Mutex<HashMap<&'static str, Handle>>,
@@ -182,21 +209,19 @@ pub struct Substrate {
 }
 
 impl Substrate {
-    /// The substrate rooted at `uri` (a local path, `file://...`, or an object-store URI).
+    /// The substrate rooted at `uri` (a local path, `file://...`, or an object-store URI), with
+    /// no storage options and a Lance session of its own.
     pub fn new(uri: &str, retry: RetryPolicy) -> Self {
-        let backend = if uri.contains("://") && !uri.starts_with("file://") {
-            Backend::ObjectStore
-        } else {
-            Backend::Local
-        };
+        Self::open(Location::local(uri), lance_session(), retry)
+    }
+
+    /// The substrate at `location`, sharing `session` (its caches and object-store clients)
+    /// with every other substrate given the same one.
+    pub fn open(location: Location, session: Arc<Session>, retry: RetryPolicy) -> Self {
         Self {
-            root: uri.trim_end_matches('/').to_owned(),
-            backend,
-            session: Arc::new(Session::new(
-                INDEX_CACHE_BYTES,
-                METADATA_CACHE_BYTES,
-                Arc::new(lance::io::ObjectStoreRegistry::default()),
-            )),
+            backend: location.backend(),
+            root_location: location,
+            session,
             handles: Mutex::new(HashMap::new()),
             retry,
         }
@@ -204,7 +229,17 @@ impl Substrate {
 
     /// The root URI.
     pub fn root(&self) -> &str {
-        &self.root
+        self.root_location.uri()
+    }
+
+    /// Where the root is, with its storage options.
+    pub fn root_location(&self) -> &Location {
+        &self.root_location
+    }
+
+    /// The shared Lance session.
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
     }
 
     /// The backend kind.
@@ -212,9 +247,10 @@ impl Substrate {
         self.backend
     }
 
-    /// lance-chokepoints-catalog: the one place a table's location is resolved.
+    /// lance-chokepoints-catalog: the one place a table's location is resolved (a namespace's
+    /// root is resolved by [`Catalog::namespace`]).
     pub fn location(&self, table: &str) -> String {
-        format!("{}/{table}.lance", self.root)
+        format!("{}/{table}.lance", self.root())
     }
 
     /// The latest dataset of `spec`, or `None` when the table was never written.
@@ -246,8 +282,10 @@ impl Substrate {
         let opened = self
             .retry
             .run_opt(spec.name, || {
+                // lance-chokepoints-storage: the storage options, always explicit.
                 DatasetBuilder::from_uri(&uri)
                     .with_session(self.session.clone())
+                    .with_storage_options(self.root_location.options().to_lance())
                     .load()
             })
             .await?;

@@ -26,9 +26,38 @@ impl Default for RetryPolicy {
     }
 }
 
-/// Whether a Lance error may go away on retry: lost commit races and I/O faults.
+/// Whether a Lance error may go away on retry: lost commit races and I/O faults, but not an
+/// object store refusing the credentials (a wrong secret stays wrong; retrying it only delays
+/// the error).
 pub(crate) fn is_transient(e: &lance::Error) -> bool {
-    is_conflict(e) || matches!(e, lance::Error::IO { .. } | lance::Error::Timeout { .. })
+    is_conflict(e)
+        || (matches!(e, lance::Error::IO { .. } | lance::Error::Timeout { .. }) && !is_denied(e))
+}
+
+/// Whether the object store refused the request's credentials (HTTP 401 or 403).
+pub(crate) fn is_denied(e: &lance::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if let Some(os) = s.downcast_ref::<object_store::Error>()
+            && matches!(
+                os,
+                object_store::Error::PermissionDenied { .. }
+                    | object_store::Error::Unauthenticated { .. }
+            )
+        {
+            return true;
+        }
+        // A refused list request reaches Lance as object_store's `Generic` error around its
+        // (crate-private) retry error, which says the status only in its text.
+        let text = s.to_string();
+        if text.contains("status code: 403 Forbidden")
+            || text.contains("status code: 401 Unauthorized")
+        {
+            return true;
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// Whether a Lance error is an optimistic-concurrency conflict.

@@ -37,6 +37,15 @@ impl Substrate {
         params.enable_stable_row_ids = true;
         params.data_storage_version = "stable".parse().ok();
         params.session = Some(self.session.clone());
+        // lance-chokepoints-storage: the storage options, always explicit.
+        params.store_params = Some(lance::io::ObjectStoreParams {
+            storage_options_accessor: Some(Arc::new(
+                lance::io::StorageOptionsAccessor::with_static_options(
+                    self.root_location.options().to_lance(),
+                ),
+            )),
+            ..Default::default()
+        });
         params
     }
 
