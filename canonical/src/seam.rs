@@ -773,13 +773,35 @@ mod tests {
         let r = Record::from_json_line(&o, 1, line).unwrap();
         let whole: Value = serde_json::from_slice(line).unwrap();
         for pointer in [
-            "", "/", "/m", "/m/c", "/m/c/0", "/m/c/0/a~1b", "/m/c/0/t~0", "/m/c/1/1",
-            "/m/c/01", "/m/c/+1", "/m/c/-1", "/m/c/2", "/m//", "/m/0", "/x/0", "/x/0/y",
-            "/~01", "/~1", "m", "/m/c/0/a/b", "/m/c/1/1/",
+            "",
+            "/",
+            "/m",
+            "/m/c",
+            "/m/c/0",
+            "/m/c/0/a~1b",
+            "/m/c/0/t~0",
+            "/m/c/1/1",
+            "/m/c/01",
+            "/m/c/+1",
+            "/m/c/-1",
+            "/m/c/2",
+            "/m//",
+            "/m/0",
+            "/x/0",
+            "/x/0/y",
+            "/~01",
+            "/~1",
+            "m",
+            "/m/c/0/a/b",
+            "/m/c/1/1/",
         ] {
             assert_eq!(
                 r.pointer(pointer).map(|v| *v.get()),
-                if pointer.is_empty() { None } else { whole.pointer(pointer) },
+                if pointer.is_empty() {
+                    None
+                } else {
+                    whole.pointer(pointer)
+                },
                 "{pointer:?}"
             );
         }
