@@ -18,6 +18,17 @@
 //! [storage.options]
 //! client_max_retries = "3"
 //!
+//! # Embeddings (off when absent): the model `pond sync` embeds messages with and hybrid search
+//! # embeds queries with (`pond models list`; install with `pond models install NAME`).
+//! [embedding]
+//! model = "all-minilm-l6-v2"
+//! models = "~/.local/share/pond/models"  # where models are installed (POND_MODELS wins)
+//!
+//! # The vector arm's IVF_PQ probes (used once 100,000 messages have vectors).
+//! [search]
+//! nprobes = 20
+//! refine_factor = 4
+//!
 //! # Sources per codec. A codec listed here reads exactly these paths (`~` is the home folder);
 //! # an empty list turns it off; a codec not listed keeps its harness's standard locations.
 //! [sources]
@@ -44,9 +55,65 @@ pub struct Config {
     /// How to reach an object store.
     #[serde(default)]
     pub storage: StorageSettings,
+    /// The embedding model, when embeddings are on.
+    #[serde(default)]
+    pub embedding: EmbeddingConfig,
+    /// How the vector arm searches.
+    #[serde(default)]
+    pub search: SearchConfig,
     /// Where the file was read from (not part of the file).
     #[serde(skip)]
     pub path: Option<PathBuf>,
+}
+
+/// `[embedding]`: off unless `model` is set.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbeddingConfig {
+    /// The model's name (`pond models list`).
+    pub model: Option<String>,
+    /// Where models are installed; `POND_MODELS` wins, the default is
+    /// `$XDG_DATA_HOME/pond/models`.
+    pub models: Option<String>,
+}
+
+/// `[search]`: the vector arm's IVF_PQ probes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchConfig {
+    pub nprobes: Option<usize>,
+    pub refine_factor: Option<u32>,
+}
+
+impl Config {
+    /// The configured embedding model and the folder it is installed in, when embeddings are on.
+    pub fn embedding_model(&self) -> Result<Option<(String, PathBuf)>, String> {
+        let Some(model) = self.embedding.model.as_ref().filter(|m| !m.is_empty()) else {
+            return Ok(None);
+        };
+        let from_env = std::env::var_os("POND_MODELS")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        let dir = from_env
+            .or_else(|| self.embedding.models.as_deref().map(expand_home))
+            .or_else(pond_embed::default_models_dir)
+            .ok_or_else(|| {
+                "[embedding]: no models folder: set models, POND_MODELS or XDG_DATA_HOME".to_owned()
+            })?;
+        Ok(Some((model.clone(), dir)))
+    }
+
+    /// The vector arm's settings, `[search]` over the defaults.
+    pub fn vector_settings(&self) -> pond_store::sessions::VectorSettings {
+        let mut v = pond_store::sessions::VectorSettings::default();
+        if let Some(n) = self.search.nprobes {
+            v.nprobes = n.max(1);
+        }
+        if let Some(r) = self.search.refine_factor {
+            v.refine_factor = r.max(1);
+        }
+        v
+    }
 }
 
 /// Where the configuration file is looked for.
@@ -154,6 +221,25 @@ mod tests {
         assert!(!shown.contains("hush"), "{shown}");
         let e = parse("[storage]\nsecret = \"x\"\n").unwrap_err();
         assert!(e.contains("secret"), "{e}");
+    }
+
+    #[test]
+    fn embedding_and_search_parse() {
+        let c = parse(
+            "[embedding]\nmodel = \"all-minilm-l6-v2\"\nmodels = \"/m\"\n[search]\nnprobes = 7\n",
+        )
+        .unwrap();
+        if std::env::var_os("POND_MODELS").is_none() {
+            assert_eq!(
+                c.embedding_model().unwrap(),
+                Some(("all-minilm-l6-v2".to_owned(), PathBuf::from("/m")))
+            );
+        }
+        assert_eq!(c.vector_settings().nprobes, 7);
+        assert_eq!(c.vector_settings().refine_factor, 4);
+        assert_eq!(parse("").unwrap().embedding_model().unwrap(), None);
+        let e = parse("[embedding]\nmodle = \"x\"\n").unwrap_err();
+        assert!(e.contains("modle"), "{e}");
     }
 
     #[test]

@@ -7,7 +7,9 @@ use pond_server::{ErrorCode, PondError};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-/// Search the stored sessions' messages: BM25 over character 3- to 5-grams, in any language.
+/// Search the stored sessions' messages: BM25 over character 3- to 5-grams, in any language,
+/// fused with vector search once messages are embedded (`[embedding] model` in config.toml and
+/// `pond sync`; the results say `mode: hybrid`).
 ///
 /// Prints one result per session, best first, with its best matches and the match marked.
 /// Words match inside identifiers and paths too (`parse_session` finds `parse_session_id`).
@@ -205,6 +207,12 @@ fn explain(t: &pond_store::search::SearchTrace, json: bool) {
             "hits": t.hits.iter().map(|h| serde_json::json!({
                 "session_id": h.session_id, "message_id": h.message_id, "retriever": h.retriever,
                 "recall_score": h.recall_score, "score": h.score,
+                "arms": h.arms.iter().map(|a| serde_json::json!({"arm": a.arm, "raw": a.raw, "normalized": a.normalized})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "arms": t.arms.iter().map(|a| serde_json::json!({
+                "arm": a.name, "weight": a.weight, "min": a.min, "max": a.max,
+                "sessions": a.sessions.iter().map(|(id, raw)| serde_json::json!({"session_id": id, "raw": raw})).collect::<Vec<_>>(),
+                "plan": a.plan,
             })).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&out).expect("JSON"));
@@ -241,11 +249,46 @@ fn explain(t: &pond_store::search::SearchTrace, json: bool) {
     for line in t.plan.as_deref().unwrap_or("(none)").lines() {
         println!("  {line}");
     }
-    println!("hits: retriever, Lance's recall score, BM25 over every gram");
-    for h in &t.hits {
+    if t.arms.is_empty() {
+        println!("hits: retriever, Lance's recall score, BM25 over every gram");
+        for h in &t.hits {
+            println!(
+                "  {} {}  {}  recall {:.3}  bm25 {:.3}",
+                h.session_id, h.message_id, h.retriever, h.recall_score, h.score
+            );
+        }
+        return;
+    }
+    println!("hybrid: each arm's session scores min-max normalized to [0, 1], summed with weights");
+    for a in &t.arms {
         println!(
-            "  {} {}  {}  recall {:.3}  bm25 {:.3}",
-            h.session_id, h.message_id, h.retriever, h.recall_score, h.score
+            "arm {}: weight {:.2}, {} sessions, raw scores {:.4} to {:.4}",
+            a.name,
+            a.weight,
+            a.sessions.len(),
+            a.min,
+            a.max
+        );
+        if a.name == pond_store::search::VECTOR {
+            println!("Lance analyze_plan of the vector query:");
+            for line in a.plan.as_deref().unwrap_or("(none)").lines() {
+                println!("  {line}");
+            }
+        }
+    }
+    println!("hits: fused score, then each arm's raw and normalized score");
+    for h in &t.hits {
+        let arms: Vec<String> = h
+            .arms
+            .iter()
+            .map(|a| format!("{} {:.4} -> {:.3}", a.arm, a.raw, a.normalized))
+            .collect();
+        println!(
+            "  {} {}  fused {:.3}  {}",
+            h.session_id,
+            h.message_id,
+            h.score,
+            arms.join(", ")
         );
     }
 }

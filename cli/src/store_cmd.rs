@@ -75,7 +75,12 @@ impl DataArgs {
     /// The pond at the store, where an omitted namespace selects `--namespace`.
     pub(crate) fn pond(&self) -> Result<(Pond, Location), String> {
         let location = self.location()?;
-        let mut pond = Pond::open(location.clone());
+        let config = crate::config::load()?;
+        let mut pond = Pond::open(location.clone()).with_vector_settings(config.vector_settings());
+        // The model is named here and loaded only by a search that needs it (spec 8).
+        if let Some((model, dir)) = config.embedding_model()? {
+            pond = pond.with_embedding(pond_server::embedding::EmbeddingModel::new(model, dir));
+        }
         if let Some(ns) = self.namespace() {
             pond = pond.with_default_namespace(ns);
         }
@@ -131,6 +136,14 @@ pub struct SyncArgs {
     /// as user-supplied (`options.pond.project_from`). A source's own project always wins.
     #[arg(long, value_name = "DIR")]
     project: Option<String>,
+    /// In the embed stage, also re-embed messages embedded under a model other than the
+    /// configured one (`[embedding] model`); without it they keep their vectors and are left
+    /// out of hybrid search.
+    #[arg(long)]
+    force_embed: bool,
+    /// Messages per commit of the embed stage (default 4096): what a kill can lose.
+    #[arg(long, hide = true, value_name = "ROWS")]
+    embed_chunk: Option<usize>,
 }
 
 /// List stored sessions.
@@ -323,21 +336,17 @@ pub fn sync(args: SyncArgs, json: bool) -> ExitCode {
         report.insert("import".into(), serde_json::Value::Array(imports));
     }
     if runs(Stage::Embed) {
-        // Embedding is opt-in by configuration (spec 8); no model is configured in this build.
-        let backlog = rt
-            .block_on(store.message_breakdown())
-            .map(|(per, embedded)| per.values().sum::<u64>() - embedded);
-        match backlog {
-            Ok(n) => {
-                if !json {
-                    eprintln!(
-                        "embed: embedding is off (no model configured); {n} messages not embedded"
-                    );
-                }
-                report.insert(
-                    "embed".into(),
-                    serde_json::json!({"enabled": false, "backlog": n}),
-                );
+        let mut options = pond_store::embed::EmbedOptions {
+            force: args.force_embed,
+            ..Default::default()
+        };
+        if let Some(n) = args.embed_chunk {
+            options.chunk = n.max(1);
+            options.batch = options.batch.min(options.chunk);
+        }
+        match embed_stage(store, &rt, options, json) {
+            Ok(value) => {
+                report.insert("embed".into(), value);
             }
             Err(e) => return opened.fail("sync", e),
         }
@@ -380,6 +389,88 @@ pub fn sync(args: SyncArgs, json: bool) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The embed stage (spec 8): off unless `[embedding] model` names a model; then every message
+/// with text and no vector (with `force`, or a vector of another model) is embedded, with a
+/// progress bar showing rate and time left.
+fn embed_stage(
+    store: &SessionStore,
+    rt: &tokio::runtime::Runtime,
+    options: pond_store::embed::EmbedOptions,
+    json: bool,
+) -> Result<serde_json::Value, String> {
+    let config = crate::config::load()?;
+    let Some((model, dir)) = config.embedding_model()? else {
+        let n = rt
+            .block_on(store.message_breakdown())
+            .map(|(per, embedded)| per.values().sum::<u64>() - embedded)
+            .map_err(|e| e.to_string())?;
+        if !json {
+            eprintln!(
+                "embed: embedding is off (no [embedding] model in config.toml); {n} messages not embedded"
+            );
+        }
+        return Ok(serde_json::json!({"enabled": false, "backlog": n}));
+    };
+    let loading = spinner("embed: loading the model");
+    let loaded = pond_embed::load(&model, &dir);
+    if let Some(s) = loading {
+        s.finish_and_clear();
+    }
+    let embedder: std::sync::Arc<dyn pond_embed::Embedder> = loaded
+        .map(std::sync::Arc::from)
+        .map_err(|e| format!("embed: {e} (models folder {})", dir.display()))?;
+    let bar = if std::io::stderr().is_terminal() {
+        let b = ProgressBar::new(0);
+        if let Ok(style) = ProgressStyle::with_template(
+            "{spinner} embedding {pos}/{len} messages {wide_bar} {per_sec} {eta}",
+        ) {
+            b.set_style(style);
+        }
+        Some(b)
+    } else {
+        None
+    };
+    let mut tick = |done: u64, total: u64| {
+        if let Some(b) = &bar {
+            b.set_length(total);
+            b.set_position(done);
+        }
+    };
+    let result = rt.block_on(pond_store::embed::embed(
+        store, embedder, options, &mut tick,
+    ));
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let summary = result.map_err(|e| e.to_string())?;
+    if !json {
+        eprintln!(
+            "embed {}: {} of {} messages embedded in {:.1} s ({} commits){}{}",
+            summary.model,
+            summary.embedded,
+            summary.backlog,
+            summary.seconds,
+            summary.commits,
+            if summary.other_model > 0 {
+                format!(
+                    "; {} messages keep vectors of another model (--force-embed re-embeds them)",
+                    summary.other_model
+                )
+            } else {
+                String::new()
+            },
+            if summary.index_dropped {
+                "; the vector index of the previous model was dropped (update-indexes trains it again)"
+            } else {
+                ""
+            }
+        );
+    }
+    let mut value = serde_json::to_value(&summary).expect("JSON");
+    value["enabled"] = serde_json::Value::Bool(true);
+    Ok(value)
 }
 
 fn bar(name: &str) -> Option<ProgressBar> {

@@ -2,6 +2,12 @@
 //! open as the server holds it: the search benchmarks' driver (scripts/search-benchmarks/).
 //!
 //! usage: search_bench STORE QUERIES.jsonl [--runs N] [--out RUN.jsonl] [--limit N]
+//!                     [--model NAME --models DIR] [--arms ARMS.jsonl]
+//!
+//! `--model` searches as a pond with `[embedding] model = NAME` does (hybrid where messages are
+//! embedded under it). `--arms` also runs each query explained and writes what each arm of a
+//! hybrid search returned, `{"qid", "mode", "arms": {"full_text": [[session, raw score], ...],
+//! "vector": [...]}}`, the input of `scripts/search-benchmarks/simulate_fusion.py`.
 //!
 //! Each line of QUERIES is `{"qid"?: ..., "query" | "question": ..., "project"?: ..., "filter"?: bool}`;
 //! a query is filtered by its project when `filter` is true (or absent and a project is given).
@@ -11,7 +17,7 @@
 //! the run format `../shared/searchbench/score_run.py` reads.
 
 use pond_server::Pond;
-use pond_server::search::{SearchRequest, pond_search};
+use pond_server::search::{SearchRequest, pond_search, pond_search_explained};
 use std::io::{BufRead, Write};
 use std::time::Instant;
 
@@ -38,6 +44,7 @@ fn main() {
     let runs: usize = flag("--runs").map_or(1, |v| v.parse().expect("--runs N"));
     let limit: u32 = flag("--limit").map_or(10, |v| v.parse().expect("--limit N"));
     let out = flag("--out");
+    let arms_out = flag("--arms");
     let queries: Vec<Query> =
         std::io::BufReader::new(std::fs::File::open(&args[2]).expect("queries"))
             .lines()
@@ -64,7 +71,11 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let pond = Pond::personal(&args[1]);
+    let mut pond = Pond::personal(&args[1]);
+    if let Some(model) = flag("--model") {
+        let dir = flag("--models").expect("--models DIR with --model");
+        pond = pond.with_embedding(pond_server::embedding::EmbeddingModel::new(model, dir));
+    }
     let request = |q: &Query| {
         let mut r = SearchRequest::new(q.text.clone());
         r.project = q.project.clone();
@@ -116,6 +127,21 @@ fn main() {
         "no filter",
         times.iter().filter(|t| !t.0).map(|t| t.1).collect(),
     );
+    if let Some(path) = arms_out {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("--arms"));
+        for q in &queries {
+            let (response, trace) = rt
+                .block_on(pond_search_explained(&pond, request(q)))
+                .expect("an explained search");
+            let arms: serde_json::Map<String, serde_json::Value> = trace
+                .arms
+                .iter()
+                .map(|a| (a.name.to_owned(), serde_json::json!(a.sessions)))
+                .collect();
+            let line = serde_json::json!({"qid": q.qid, "mode": response.mode, "arms": arms});
+            writeln!(f, "{line}").unwrap();
+        }
+    }
     if let Some(path) = out {
         let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("--out"));
         for line in last {

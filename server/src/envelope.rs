@@ -3,8 +3,9 @@
 //! (wire-namespace-resolution). Decoding a request from JSON lives here too, so every transport
 //! turns a bad body into the same `validation_failed`.
 
+use crate::embedding::EmbeddingModel;
 use crate::error::{ErrorCode, PondError};
-use pond_store::sessions::SessionStore;
+use pond_store::sessions::{SessionStore, VectorSettings};
 use pond_store::substrate::{Catalog, DEFAULT_NAMESPACE, Location};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -27,6 +28,10 @@ pub struct Pond {
     default: String,
     /// The store of every namespace resolved so far (namespaces are never removed).
     stores: Mutex<HashMap<String, Arc<SessionStore>>>,
+    /// The configured embedding model (`[embedding]`), when there is one.
+    embedding: Option<Arc<EmbeddingModel>>,
+    /// How every namespace's vector arm searches (`[search]`).
+    vector: VectorSettings,
 }
 
 impl Pond {
@@ -41,7 +46,27 @@ impl Pond {
             catalog: Catalog::open(root),
             default: DEFAULT_NAMESPACE.to_owned(),
             stores: Mutex::new(HashMap::new()),
+            embedding: None,
+            vector: VectorSettings::default(),
         }
+    }
+
+    /// The same pond with an embedding model configured: searches are hybrid wherever messages
+    /// are embedded under it (spec 8).
+    pub fn with_embedding(mut self, model: EmbeddingModel) -> Self {
+        self.embedding = Some(Arc::new(model));
+        self
+    }
+
+    /// The same pond, its vector arm searching with `settings`.
+    pub fn with_vector_settings(mut self, settings: VectorSettings) -> Self {
+        self.vector = settings;
+        self
+    }
+
+    /// The configured embedding model.
+    pub fn embedding(&self) -> Option<&EmbeddingModel> {
+        self.embedding.as_deref()
     }
 
     /// The same pond, where an omitted `namespace` selects `name` (`pond mcp --namespace`, the
@@ -71,7 +96,9 @@ impl Pond {
                 let mut stores = self.stores.lock().expect("not poisoned");
                 let store = stores
                     .entry(name.to_owned())
-                    .or_insert_with(|| Arc::new(SessionStore::on(substrate)));
+                    .or_insert_with(|| {
+                        Arc::new(SessionStore::on(substrate).with_vector_settings(self.vector))
+                    });
                 Ok(store.clone())
             }
             None => Err(PondError::new(

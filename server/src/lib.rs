@@ -13,6 +13,7 @@
 //! and which store each maps to is decided in one place, [`envelope::Pond::namespace`]
 //! (wire-namespace-resolution).
 
+pub mod embedding;
 pub mod envelope;
 pub mod error;
 pub mod get;

@@ -5,7 +5,9 @@
 
 use crate::envelope::{PROTOCOL_VERSION, Pond, check_version};
 use crate::error::PondError;
-use pond_store::search::{Filters, MessageHit, SearchQuery, SearchTrace, SessionGroup};
+use pond_store::search::{
+    Filters, MessageHit, QueryVector, SearchQuery, SearchTrace, SessionGroup,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -78,7 +80,8 @@ pub struct SearchRequest {
     /// Only messages before this time: RFC 3339, or a date (YYYY-MM-DD, up to its end, UTC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<String>,
-    /// Only matches scoring at least this (BM25; a score is comparable within one query).
+    /// Only matches scoring at least this: BM25 in a full-text search, the fused score (0 to 1)
+    /// in a hybrid one (see `mode`); a score is comparable within one query.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_score: Option<f32>,
 }
@@ -108,7 +111,11 @@ impl SearchRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SearchMode {
+    /// BM25 over character n-grams alone: no message is embedded under the configured model,
+    /// or no model is configured.
     FullText,
+    /// BM25 and the vector arm, each normalized to [0, 1] and summed with fixed weights.
+    Hybrid,
 }
 
 /// What `pond_search` answers: sessions, best first.
@@ -224,6 +231,15 @@ async fn run(
     check_version(request.protocol_version)?;
     let store = pond.namespace(request.namespace.as_deref()).await?;
     let checked = Checked::new(&request)?;
+    // Hybrid when messages are embedded under the configured model (spec 8): only then is the
+    // query embedded, and the model loaded.
+    let vector = match pond.embedding() {
+        Some(model) if store.embedded_under(model.name()).await? > 0 => Some(QueryVector {
+            model: model.name().to_owned(),
+            values: model.embed_query(&checked.query).await?,
+        }),
+        _ => None,
+    };
     let outcome = store
         .search(&SearchQuery {
             text: &checked.query,
@@ -231,8 +247,13 @@ async fn run(
             limit: checked.limit,
             min_score: request.min_score,
             explain,
+            vector,
         })
         .await?;
+    let mode = match outcome.mode {
+        pond_store::search::SearchMode::FullText => SearchMode::FullText,
+        pond_store::search::SearchMode::Hybrid => SearchMode::Hybrid,
+    };
     let words = highlight_words(&checked.query);
     let user_hits: Vec<(String, String)> = outcome
         .groups
@@ -250,7 +271,7 @@ async fn run(
     Ok((
         SearchResponse {
             protocol_version: PROTOCOL_VERSION,
-            mode: SearchMode::FullText,
+            mode,
             results,
         },
         outcome.trace,

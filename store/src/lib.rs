@@ -7,6 +7,7 @@
 //! This is the only crate that depends on Lance.
 
 pub mod archive;
+pub mod embed;
 pub mod get;
 pub mod restore;
 pub mod search;

@@ -88,6 +88,7 @@ fn query(text: &str, limit: usize) -> SearchQuery<'_> {
         limit,
         min_score: None,
         explain: false,
+        vector: None,
     }
 }
 
@@ -403,4 +404,268 @@ async fn sub_agent_hits_are_grouped_under_their_root_session() {
     let scores: Vec<f32> = o.groups[0].hits.iter().map(|h| h.score).collect();
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
     assert!(o.groups[0].score >= o.groups[1].score);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hybrid search (spec 8): the embed stage, the vector arm and the fusion, with tiny random
+// models written on the spot (no download): their vectors mean nothing, but the same text
+// always gives the same vector, and two seeds give two models.
+
+use pond_embed::Embedder;
+use pond_store::embed::{EmbedOptions, embed};
+use pond_store::search::{QueryVector, SearchMode};
+use pond_store::sessions::VectorSettings;
+use std::sync::Arc;
+
+/// A tiny BERT of the store's vector width, written under `dir` as `name`, loaded.
+fn tiny_model(dir: &Path, name: &str, seed: u64) -> Arc<dyn Embedder> {
+    pond_embed::tiny::TinyModel {
+        dimension: pond_store::sessions::schema::VECTOR_DIM as usize,
+        heads: 4,
+        layers: 1,
+        seed,
+        ..Default::default()
+    }
+    .write(dir, name)
+    .unwrap();
+    Arc::from(pond_embed::load(name, dir).unwrap())
+}
+
+/// The text of message `m` of hybrid session `s`: three words and a note, every one different.
+fn hybrid_text(s: usize, m: usize) -> String {
+    let words = [
+        "kestrel", "merge", "lance", "vector", "timeout", "parser", "falcon", "index", "rebase",
+        "socket", "meadow", "schema",
+    ];
+    let w = |k: usize| words[(s * 7 + m * 3 + k) % words.len()];
+    format!("{} {} {} note {s}-{m}", w(0), w(1), w(5))
+}
+
+/// `n` sessions of 10 messages over three projects.
+async fn hybrid_store(dir: &Path, sessions: usize, settings: VectorSettings) -> SessionStore {
+    let corpus = Corpus::new(&dir.join("src"));
+    for s in 0..sessions {
+        let texts: Vec<String> = (0..10).map(|m| hybrid_text(s, m)).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        corpus.session(
+            &format!("/work/h{}", s % 3),
+            &format!("h{s:03}"),
+            None,
+            "2026-04-01T10:00:00Z",
+            &refs,
+        );
+    }
+    let store =
+        SessionStore::open(dir.join("store").to_str().unwrap()).with_vector_settings(settings);
+    corpus.sync(&store).await;
+    store
+}
+
+/// Every stored message, canonical, by session: what the embed stage must never change.
+async fn canonical(store: &SessionStore) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in store.list(None, None, None).await.unwrap() {
+        for (seq, m) in store.load_messages(&s.id).await.unwrap() {
+            out.push(format!("{seq} {}", serde_json::to_string(&m).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+async fn vector_of(model: &Arc<dyn Embedder>, text: &str) -> QueryVector {
+    QueryVector {
+        model: model.model_id().to_owned(),
+        values: model
+            .embed(&[text], pond_embed::TextKind::Query)
+            .unwrap()
+            .remove(0),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embed_stage_fills_each_text_once_and_hybrid_search_fuses_both_arms() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = hybrid_store(dir.path(), 12, VectorSettings::default()).await;
+    let models = dir.path().join("models");
+    let a = tiny_model(&models, "tiny-a", 1);
+    let before = canonical(&store).await;
+    assert_eq!(before.len(), 120);
+
+    // Before any vector, a query with a vector searches full-text.
+    let text = hybrid_text(4, 3);
+    let mut q = query(&text, 5);
+    q.vector = Some(vector_of(&a, &text).await);
+    assert_eq!(store.search(&q).await.unwrap().mode, SearchMode::FullText);
+
+    let small = EmbedOptions {
+        chunk: 30,
+        batch: 10,
+        ..Default::default()
+    };
+    let mut calls = Vec::new();
+    let done = embed(&store, a.clone(), small, &mut |d, t| calls.push((d, t)))
+        .await
+        .unwrap();
+    assert_eq!((done.backlog, done.embedded), (120, 120), "{done:?}");
+    assert_eq!(done.commits, 4, "{done:?}");
+    assert_eq!(calls.last(), Some(&(120, 120)));
+    assert_eq!(
+        store.embedding_models().await.unwrap(),
+        BTreeMap::from([("tiny-a".to_owned(), 120)])
+    );
+    assert_eq!(
+        canonical(&store).await,
+        before,
+        "the embed stage changed a message"
+    );
+    let again = embed(&store, a.clone(), small, &mut |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!((again.backlog, again.embedded), (0, 0), "{again:?}");
+
+    // Hybrid now: the vector arm finds the message whose text is the query first (the same
+    // text, the same vector), and the fusion credits each hit to the arms that found it.
+    q.explain = true;
+    let o = store.search(&q).await.unwrap();
+    assert_eq!(o.mode, SearchMode::Hybrid);
+    let arms: Vec<&str> = o.trace.arms.iter().map(|a| a.name).collect();
+    // No update-indexes yet: the full-text arm reads every row.
+    assert_eq!(arms, [pond_store::search::FULL_TEXT_SCAN, "vector"]);
+    let vector_arm = &o.trace.arms[1];
+    assert_eq!(vector_arm.sessions[0].0, "h004", "{vector_arm:?}");
+    assert!((vector_arm.max - 1.0).abs() < 1e-3, "{vector_arm:?}");
+    assert!(
+        vector_arm.plan.as_deref().unwrap_or("").contains("KNN"),
+        "{vector_arm:?}"
+    );
+    assert_eq!(o.groups[0].session.id.to_string(), "h004");
+    assert_eq!(o.groups[0].hits[0].message_id, "h004-m003");
+    let top = &o.trace.hits[0];
+    assert_eq!(top.retriever, "full_text+vector");
+    assert!(top.arms.iter().all(|p| (0.0..=1.0).contains(&p.normalized)));
+    assert!(o.groups.windows(2).all(|w| w[0].score >= w[1].score));
+
+    // The vector arm's filter is a prefilter: a project filter still fills the arm.
+    q.filters.project = Some("/work/h1".to_owned());
+    let o = store.search(&q).await.unwrap();
+    assert_eq!(o.trace.arms[1].sessions.len(), 4, "{:?}", o.trace.arms[1]);
+    for g in &o.groups {
+        assert_eq!(g.session.project.as_str(), "/work/h1");
+    }
+    q.filters.project = None;
+
+    // Another model: its vectors are not comparable, so without --force-embed nothing is
+    // re-embedded and a query in its space searches full-text; with it, every row is.
+    let b = tiny_model(&models, "tiny-b", 2);
+    let kept = embed(&store, b.clone(), small, &mut |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!((kept.backlog, kept.other_model), (0, 120), "{kept:?}");
+    q.vector = Some(vector_of(&b, &text).await);
+    assert_eq!(store.search(&q).await.unwrap().mode, SearchMode::FullText);
+    let forced = embed(
+        &store,
+        b.clone(),
+        EmbedOptions {
+            force: true,
+            ..small
+        },
+        &mut |_, _| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!((forced.backlog, forced.embedded), (120, 120), "{forced:?}");
+    assert_eq!(
+        store.embedding_models().await.unwrap(),
+        BTreeMap::from([("tiny-b".to_owned(), 120)])
+    );
+    assert_eq!(canonical(&store).await, before);
+    assert_eq!(store.search(&q).await.unwrap().mode, SearchMode::Hybrid);
+    for (table, rows, keys) in store.key_check().await.unwrap() {
+        assert_eq!(rows, keys, "{table}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_vector_index_is_trained_at_its_threshold_and_dropped_on_a_model_swap() {
+    use pond_store::sessions::schema::{VECTOR_INDEX, VECTOR_INDEX_MODEL_KEY};
+    use pond_store::substrate::IndexAction;
+    let dir = tempfile::tempdir().unwrap();
+    let settings = VectorSettings {
+        index_threshold: 300,
+        ..VectorSettings::default()
+    };
+    let store = hybrid_store(dir.path(), 36, settings).await;
+    let models = dir.path().join("models");
+    let a = tiny_model(&models, "tiny-a", 1);
+    let vector_update = |updates: Vec<pond_store::sessions::IndexUpdate>| {
+        updates.into_iter().find(|u| u.index == VECTOR_INDEX.name)
+    };
+    // Embeddings off: the vector index is not part of maintenance.
+    assert!(vector_update(store.update_indexes().await.unwrap()).is_none());
+
+    embed(&store, a.clone(), EmbedOptions::default(), &mut |_, _| {})
+        .await
+        .unwrap();
+    let built = vector_update(store.update_indexes().await.unwrap()).unwrap();
+    assert_eq!(built.action, IndexAction::Created, "{built:?}");
+    let config = |k| {
+        store
+            .substrate()
+            .config_value(&pond_store::sessions::schema::MESSAGES, k)
+    };
+    assert_eq!(
+        config(VECTOR_INDEX_MODEL_KEY).await.unwrap().as_deref(),
+        Some("tiny-a")
+    );
+    let status = store.index_status().await.unwrap();
+    let ivf = status.iter().find(|s| s.name == VECTOR_INDEX.name).unwrap();
+    assert_eq!((ivf.indexed_rows, ivf.unindexed_rows), (360, 0), "{ivf:?}");
+
+    // Searched through the index: the exact text is still found first (one partition, every
+    // candidate re-ranked by its exact distance).
+    let text = hybrid_text(30, 5);
+    let mut q = query(&text, 5);
+    q.vector = Some(vector_of(&a, &text).await);
+    q.explain = true;
+    let o = store.search(&q).await.unwrap();
+    assert_eq!(o.mode, SearchMode::Hybrid);
+    assert_eq!(o.trace.arms[1].sessions[0].0, "h030");
+    let plan = o.trace.arms[1].plan.clone().unwrap_or_default();
+    assert!(
+        plan.contains("ANNSubIndex") || plan.contains("ANNIvf"),
+        "{plan}"
+    );
+
+    // A model swap drops the index before the new vectors land; update-indexes trains it again.
+    let b = tiny_model(&models, "tiny-b", 2);
+    let swapped = embed(
+        &store,
+        b.clone(),
+        EmbedOptions {
+            force: true,
+            ..Default::default()
+        },
+        &mut |_, _| {},
+    )
+    .await
+    .unwrap();
+    assert!(swapped.index_dropped, "{swapped:?}");
+    assert!(
+        !store
+            .index_status()
+            .await
+            .unwrap()
+            .iter()
+            .any(|s| s.name == VECTOR_INDEX.name),
+        "the old model's index outlived the swap"
+    );
+    assert_eq!(config(VECTOR_INDEX_MODEL_KEY).await.unwrap(), None);
+    let rebuilt = vector_update(store.update_indexes().await.unwrap()).unwrap();
+    assert_eq!(rebuilt.action, IndexAction::Created);
+    assert_eq!(
+        config(VECTOR_INDEX_MODEL_KEY).await.unwrap().as_deref(),
+        Some("tiny-b")
+    );
 }

@@ -1,5 +1,7 @@
-//! Full-text search over the stored messages (spec 8): the BM25 retriever over `search_text`,
-//! its filters pushed down as prefilters, hits grouped into one result per session root.
+//! Search over the stored messages (spec 8): the BM25 retriever over `search_text` and the
+//! vector retriever over `vector`, each with its filters pushed down as prefilters and its hits
+//! grouped into one result per session root; when the query comes with a vector and messages
+//! are embedded under its model, the two are fused ([`fusion`]).
 //!
 //! A search runs in two steps ([`query`] says why): Lance's inverted index finds the candidates
 //! that hold the query's rarest grams, among the rows the filters admit; each candidate is then
@@ -11,11 +13,12 @@
 //! (lance-chokepoints-read).
 
 pub mod bm25;
+pub mod fusion;
 pub mod query;
 
 use crate::sessions::schema::{MESSAGES, PARTS, SEARCH_TEXT_INDEX};
 use crate::sessions::{SessionStore, rows, sql_quote};
-use crate::substrate::{FullTextRequest, StoreError, TermStats, TextAnalyzer};
+use crate::substrate::{FullTextRequest, StoreError, TermStats, TextAnalyzer, VectorRequest};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Int32Type, Int64Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
@@ -28,6 +31,12 @@ use std::collections::{BTreeMap, HashMap};
 pub const FULL_TEXT: &str = "full_text";
 /// The full-text retriever reading every row, before the index exists.
 pub const FULL_TEXT_SCAN: &str = "full_text (scan: no index yet)";
+/// The vector retriever.
+pub const VECTOR: &str = "vector";
+
+/// Sessions each arm of a hybrid search brings to the fusion, at least: more than the `limit`
+/// asked for, so a session one arm ranks just below the cut can still win on the other's score.
+const MIN_ARM_SESSIONS: usize = 20;
 
 /// The most matches a result carries for its session.
 pub const MATCHES_PER_SESSION: usize = 3;
@@ -75,6 +84,24 @@ pub struct SearchQuery<'a> {
     pub min_score: Option<f32>,
     /// Also capture Lance's plan of the recall step (`pond search --explain`).
     pub explain: bool,
+    /// The query embedded by the configured model: the search is hybrid when messages are
+    /// embedded under that model, else full-text.
+    pub vector: Option<QueryVector>,
+}
+
+/// A query's embedding, and the model that made it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryVector {
+    pub model: String,
+    pub values: Vec<f32>,
+}
+
+/// How a search ran (spec 8: decided by embedding availability, not asked for).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SearchMode {
+    #[default]
+    FullText,
+    Hybrid,
 }
 
 /// One matching message.
@@ -128,6 +155,8 @@ pub struct SearchTrace {
     /// Every returned hit's retriever attribution: (session, message, Lance's recall score,
     /// BM25 over every gram).
     pub hits: Vec<HitTrace>,
+    /// A hybrid search's arms, as the fusion saw them (empty for full-text).
+    pub arms: Vec<fusion::ArmTrace>,
 }
 
 /// Which retriever produced a hit, with its raw scores (`pond search --explain`).
@@ -140,8 +169,10 @@ pub struct HitTrace {
     pub retriever: &'static str,
     /// Lance's BM25 over the recall step's grams.
     pub recall_score: f32,
-    /// BM25 over every gram of the query: the hit's score.
+    /// The hit's score: BM25 over every gram of the query, or in a hybrid search the fused score.
     pub score: f32,
+    /// In a hybrid search, each arm that found the hit with its raw and normalized score.
+    pub arms: Vec<fusion::ArmScore>,
 }
 
 /// What a search found.
@@ -150,11 +181,141 @@ pub struct SearchOutcome {
     /// Sessions in rank order.
     pub groups: Vec<SessionGroup>,
     pub trace: SearchTrace,
+    pub mode: SearchMode,
 }
 
 impl SessionStore {
     /// Searches the stored messages: see the module documentation.
     pub async fn search(&self, q: &SearchQuery<'_>) -> Result<SearchOutcome, StoreError> {
+        if let Some(v) = &q.vector
+            && self.embedded_under(&v.model).await? > 0
+        {
+            return self.hybrid(q, v).await;
+        }
+        let (groups, mut trace, retriever) = self.full_text(q, q.limit, q.min_score).await?;
+        if q.explain {
+            trace.hits = groups
+                .iter()
+                .flat_map(|g| &g.hits)
+                .map(|h| HitTrace {
+                    session_id: h.session_id.clone(),
+                    message_id: h.message_id.clone(),
+                    retriever,
+                    recall_score: h.recall_score,
+                    score: h.score,
+                    arms: Vec::new(),
+                })
+                .collect();
+        }
+        Ok(SearchOutcome {
+            groups,
+            trace,
+            mode: SearchMode::FullText,
+        })
+    }
+
+    /// The hybrid search (spec 8): both arms over the same prefilter, each grouped by session
+    /// root, then fused.
+    async fn hybrid(
+        &self,
+        q: &SearchQuery<'_>,
+        v: &QueryVector,
+    ) -> Result<SearchOutcome, StoreError> {
+        let arm_limit = q.limit.saturating_mul(2).max(MIN_ARM_SESSIONS);
+        let (text_groups, mut trace, text_name) = self.full_text(q, arm_limit, None).await?;
+        let model_clause = format!("embedding_model = {}", sql_quote(&v.model));
+        let filter = match &trace.filter {
+            Some(f) => format!("{model_clause} AND {f}"),
+            None => model_clause,
+        };
+        let settings = self.vector_settings();
+        let request = VectorRequest {
+            column: "vector",
+            query: v.values.clone(),
+            filter: Some(filter),
+            limit: arm_limit
+                .saturating_mul(POOL_PER_RESULT)
+                .clamp(MIN_POOL, MAX_POOL),
+            projection: {
+                let mut p = candidate_projection(false);
+                p.push(("_distance".to_owned(), "_distance".to_owned()));
+                p
+            },
+            nprobes: Some(settings.nprobes),
+            refine_factor: Some(settings.refine_factor),
+        };
+        let batches = self.substrate().vector_search(&MESSAGES, &request).await?;
+        let mut hits = Vec::new();
+        for b in &batches {
+            let mut found = candidates(b).map_err(|detail| StoreError::Invalid {
+                table: MESSAGES.name,
+                detail,
+            })?;
+            let distances = b
+                .column_by_name("_distance")
+                .and_then(|c| c.as_primitive_opt::<Float32Type>())
+                .ok_or_else(|| StoreError::Invalid {
+                    table: MESSAGES.name,
+                    detail: "_distance missing from a vector search result".to_owned(),
+                })?;
+            for (i, h) in found.iter_mut().enumerate() {
+                // Cosine similarity: 1 for the same direction.
+                h.score = 1.0 - distances.value(i);
+                h.recall_score = h.score;
+            }
+            hits.extend(found);
+        }
+        let vector_groups = self.group(hits, arm_limit).await?;
+        let arms = vec![
+            fusion::Arm {
+                name: text_name,
+                weight: fusion::FULL_TEXT_WEIGHT,
+                groups: text_groups,
+            },
+            fusion::Arm {
+                name: VECTOR,
+                weight: fusion::VECTOR_WEIGHT,
+                groups: vector_groups,
+            },
+        ];
+        let (groups, mut arms, attributions) = fusion::fuse(arms, q.limit, q.min_score);
+        if q.explain {
+            arms[0].plan = trace.plan.clone();
+            arms[1].plan = Some(
+                self.substrate()
+                    .analyze_vector_search(&MESSAGES, &request)
+                    .await?,
+            );
+            trace.hits = attributions
+                .into_iter()
+                .map(|a| HitTrace {
+                    retriever: match a.arms.len() {
+                        1 => a.arms[0].arm,
+                        _ => "full_text+vector",
+                    },
+                    recall_score: a.arms.first().map_or(0.0, |p| p.raw),
+                    score: a.fused,
+                    session_id: a.session_id,
+                    message_id: a.message_id,
+                    arms: a.arms,
+                })
+                .collect();
+        }
+        trace.arms = arms;
+        Ok(SearchOutcome {
+            groups,
+            trace,
+            mode: SearchMode::Hybrid,
+        })
+    }
+
+    /// The full-text arm: the best `limit` sessions by BM25, with the retriever that ran.
+    async fn full_text(
+        &self,
+        q: &SearchQuery<'_>,
+        limit: usize,
+        min_score: Option<f32>,
+    ) -> Result<(Vec<SessionGroup>, SearchTrace, &'static str), StoreError> {
         let substrate = self.substrate();
         let mut analyzer = TextAnalyzer::for_index(SEARCH_TEXT_INDEX.kind)?;
         let query = AnalyzedQuery::new(&mut analyzer, q.text);
@@ -180,25 +341,9 @@ impl SessionStore {
             index_built: stats.index_built,
             ..SearchTrace::default()
         };
-        let finish = |groups: Vec<SessionGroup>, mut trace: SearchTrace, retriever| {
-            if q.explain {
-                trace.hits = groups
-                    .iter()
-                    .flat_map(|g| &g.hits)
-                    .map(|h| HitTrace {
-                        session_id: h.session_id.clone(),
-                        message_id: h.message_id.clone(),
-                        retriever,
-                        recall_score: h.recall_score,
-                        score: h.score,
-                    })
-                    .collect();
-            }
-            SearchOutcome { groups, trace }
-        };
         if recall.is_empty() {
             // No stored row holds any gram of the query.
-            return Ok(finish(Vec::new(), trace, FULL_TEXT));
+            return Ok((Vec::new(), trace, FULL_TEXT));
         }
         if !stats.index_built {
             // Before the first update-indexes, Lance knows no n-gram analysis for the column:
@@ -207,11 +352,11 @@ impl SessionStore {
                 .flat_candidates(&ranker, &mut analyzer, filter.as_deref(), MAX_POOL)
                 .await?;
             trace.rounds.push((MAX_POOL, hits.len()));
-            let hits = with_min_score(hits, q.min_score);
-            let groups = self.group(hits, q.limit).await?;
-            return Ok(finish(groups, trace, FULL_TEXT_SCAN));
+            let hits = with_min_score(hits, min_score);
+            let groups = self.group(hits, limit).await?;
+            return Ok((groups, trace, FULL_TEXT_SCAN));
         }
-        let mut pool = (q.limit.saturating_mul(POOL_PER_RESULT)).clamp(MIN_POOL, MAX_POOL);
+        let mut pool = (limit.saturating_mul(POOL_PER_RESULT)).clamp(MIN_POOL, MAX_POOL);
         loop {
             let request = FullTextRequest {
                 column: SEARCH_TEXT_INDEX.column,
@@ -233,9 +378,9 @@ impl SessionStore {
             for h in &mut hits {
                 h.score = ranker.score(&mut analyzer, &h.text, whole_length(h)).score;
             }
-            let hits = with_min_score(hits, q.min_score);
-            let groups = self.group(hits, q.limit).await?;
-            if groups.len() >= q.limit || found < pool || pool >= MAX_POOL {
+            let hits = with_min_score(hits, min_score);
+            let groups = self.group(hits, limit).await?;
+            if groups.len() >= limit || found < pool || pool >= MAX_POOL {
                 if q.explain {
                     trace.plan = Some(
                         substrate
@@ -243,7 +388,7 @@ impl SessionStore {
                             .await?,
                     );
                 }
-                return Ok(finish(groups, trace, FULL_TEXT));
+                return Ok((groups, trace, FULL_TEXT));
             }
             pool = (pool * 4).min(MAX_POOL);
         }

@@ -16,6 +16,31 @@ use std::collections::BTreeMap;
 /// The session datasets of one pond.
 pub struct SessionStore {
     substrate: Substrate,
+    vector: VectorSettings,
+    /// Messages embedded under a model, at a version of `messages`: whether a search is hybrid
+    /// (spec 8) is asked on every search, and answered by a count only when the table changed.
+    embedded: std::sync::Mutex<Option<(String, u64, u64)>>,
+}
+
+/// How the vector arm searches and when its index is trained (`[search]` in config.toml).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VectorSettings {
+    /// IVF partitions probed per query.
+    pub nprobes: usize,
+    /// IVF_PQ candidates re-ranked by exact distance, as a multiple of those asked for.
+    pub refine_factor: u32,
+    /// Non-null vectors at which the IVF_PQ is trained ([`schema::VECTOR_INDEX_THRESHOLD`]).
+    pub index_threshold: u64,
+}
+
+impl Default for VectorSettings {
+    fn default() -> Self {
+        Self {
+            nprobes: 20,
+            refine_factor: 4,
+            index_threshold: schema::VECTOR_INDEX_THRESHOLD,
+        }
+    }
 }
 
 /// Rows a write inserted and found already present, per table (also `pond_ingest`'s `rows`).
@@ -103,7 +128,65 @@ impl SessionStore {
 
     /// The session datasets on `substrate` (a namespace's, from the catalog).
     pub fn on(substrate: Substrate) -> Self {
-        Self { substrate }
+        Self {
+            substrate,
+            vector: VectorSettings::default(),
+            embedded: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The same store, searching vectors and training their index with `settings`.
+    pub fn with_vector_settings(mut self, settings: VectorSettings) -> Self {
+        self.vector = settings;
+        self
+    }
+
+    /// How the vector arm searches.
+    pub fn vector_settings(&self) -> VectorSettings {
+        self.vector
+    }
+
+    /// Messages whose vector was made by `model`. Counted once per version of `messages`.
+    pub async fn embedded_under(&self, model: &str) -> Result<u64, StoreError> {
+        let Some(version) = self.substrate.version(&schema::MESSAGES).await? else {
+            return Ok(0);
+        };
+        if let Some((m, v, n)) = &*self.embedded.lock().expect("not poisoned")
+            && m == model
+            && *v == version
+        {
+            return Ok(*n);
+        }
+        let filter = format!("embedding_model = {}", sql_quote(model));
+        let n = self
+            .substrate
+            .count(&schema::MESSAGES, Some(&filter))
+            .await?;
+        *self.embedded.lock().expect("not poisoned") = Some((model.to_owned(), version, n));
+        Ok(n)
+    }
+
+    /// Messages with a vector, per model that made it.
+    pub async fn embedding_models(&self) -> Result<BTreeMap<String, u64>, StoreError> {
+        self.substrate
+            .scan_fold(
+                &schema::MESSAGES,
+                |s| {
+                    s.filter("embedding_model IS NOT NULL")?;
+                    s.project(&["embedding_model"])?;
+                    Ok(())
+                },
+                BTreeMap::new,
+                |counts: &mut BTreeMap<String, u64>, b| {
+                    let models = b.column(0);
+                    for i in 0..b.num_rows() {
+                        if let Some(m) = rows::string_at(models.as_ref(), i) {
+                            *counts.entry(m).or_insert(0) += 1;
+                        }
+                    }
+                },
+            )
+            .await
     }
 
     /// The substrate underneath (status, maintenance).
@@ -167,7 +250,55 @@ impl SessionStore {
                 seconds: started.elapsed().as_secs_f64(),
             });
         }
+        out.extend(self.update_vector_index().await?);
         Ok(out)
+    }
+
+    /// The vector index (spec 8, "Index lifecycle"), maintained once any message has a vector:
+    /// trained at [`VectorSettings::index_threshold`] vectors, folded after, never over vectors of
+    /// two models; the model it was trained on is recorded beside it.
+    async fn update_vector_index(&self) -> Result<Option<IndexUpdate>, StoreError> {
+        let started = std::time::Instant::now();
+        let models = self.embedding_models().await?;
+        let mut index = schema::VECTOR_INDEX;
+        index.kind = crate::substrate::IndexKind::IvfPq {
+            min_rows: self.vector.index_threshold,
+        };
+        let action = match models.keys().collect::<Vec<_>>()[..] {
+            [] => return Ok(None),
+            [model] => {
+                let recorded = self
+                    .substrate
+                    .config_value(&schema::MESSAGES, schema::VECTOR_INDEX_MODEL_KEY)
+                    .await?;
+                if recorded.as_deref().is_some_and(|r| r != model) {
+                    self.substrate
+                        .drop_index(
+                            &schema::MESSAGES,
+                            index.name,
+                            &[schema::VECTOR_INDEX_MODEL_KEY],
+                        )
+                        .await?;
+                }
+                let action = self
+                    .substrate
+                    .update_index(&schema::MESSAGES, &index)
+                    .await?;
+                if action == IndexAction::Created {
+                    self.substrate
+                        .set_config(&schema::MESSAGES, schema::VECTOR_INDEX_MODEL_KEY, model)
+                        .await?;
+                }
+                action
+            }
+            _ => IndexAction::MixedModels,
+        };
+        Ok(Some(IndexUpdate {
+            table: schema::MESSAGES.name,
+            index: index.name,
+            action,
+            seconds: started.elapsed().as_secs_f64(),
+        }))
     }
 
     /// The health of every declared index (tables never written are left out).
@@ -176,6 +307,13 @@ impl SessionStore {
         for (spec, index) in schema::indexes() {
             out.extend(self.substrate.index_status(spec, &index).await?);
         }
+        // The vector index, once it exists.
+        out.extend(
+            self.substrate
+                .index_status(&schema::MESSAGES, &schema::VECTOR_INDEX)
+                .await?
+                .filter(|s| s.exists),
+        );
         Ok(out)
     }
 

@@ -160,13 +160,34 @@ pub const SEARCH_TEXT_INDEX: IndexSpec = IndexSpec {
     kind: IndexKind::Ngram { min: 3, max: 5 },
 };
 
+/// Non-null vectors at which the vector index is trained (spec 8, "Index lifecycle"): below it a
+/// search compares every vector (flat, exact); at or above it the IVF_PQ takes over.
+pub const VECTOR_INDEX_THRESHOLD: u64 = 100_000;
+
+/// The vector index of `messages` (spec 8): IVF_PQ over `vector`, cosine. Kept apart from
+/// [`indexes`]: it exists only once embeddings are on and enough vectors are stored, and only
+/// over vectors of one model (`SessionStore::update_indexes`).
+pub const VECTOR_INDEX: IndexSpec = IndexSpec {
+    name: "messages_vector_ivf_pq",
+    column: "vector",
+    kind: IndexKind::IvfPq {
+        min_rows: VECTOR_INDEX_THRESHOLD,
+    },
+};
+
+/// The dataset configuration key of `messages` naming the model whose vectors trained
+/// [`VECTOR_INDEX`]: centroids belong to one model's distance space, so the embed stage drops
+/// the index before vectors of another model land (spec 5.5).
+pub const VECTOR_INDEX_MODEL_KEY: &str = "pond.vector_index.model";
+
 /// The indexes `pond sync`'s update-indexes stage keeps, per table (spec 3.7, 5.1 and 8): the
 /// full-text index; the scalar indexes every search filter pushes down into
 /// (search-prefilter-pushdown): `project` (a BTree: equality and prefix), `source_agent` and
 /// `role` (bitmaps: a few distinct values), `timestamp` (a BTree: ranges), `session_id` (a
 /// BTree, which also serves the per-session reads of `pond get` and `pond restore`); and a BTree
-/// on `parts.session_id` for those reads.
-pub fn indexes() -> [(&'static TableSpec, IndexSpec); 7] {
+/// on `parts.session_id` for those reads; and `embedding_model` (a bitmap: the vector arm's
+/// prefilter names the model whose vectors it compares).
+pub fn indexes() -> [(&'static TableSpec, IndexSpec); 8] {
     let scalar = |name, column, kind| IndexSpec { name, column, kind };
     [
         (&MESSAGES, SEARCH_TEXT_INDEX),
@@ -189,6 +210,14 @@ pub fn indexes() -> [(&'static TableSpec, IndexSpec); 7] {
         (
             &MESSAGES,
             scalar("messages_timestamp", "timestamp", IndexKind::BTree),
+        ),
+        (
+            &MESSAGES,
+            scalar(
+                "messages_embedding_model",
+                "embedding_model",
+                IndexKind::Bitmap,
+            ),
         ),
         (
             &PARTS,

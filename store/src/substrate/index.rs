@@ -7,15 +7,14 @@
 //! alone: merges only ever add fragments, so "no unindexed rows" means no write touched its
 //! column since.
 
-use super::{Handle, StoreError, Substrate, TableSpec};
+use super::{StoreError, Substrate, TableSpec};
 use lance::dataset::Dataset;
 use lance::index::DatasetIndexExt;
+use lance::index::vector::VectorIndexParams;
 use lance_index::IndexType;
 use lance_index::optimize::OptimizeOptions;
 use lance_index::scalar::{InvertedIndexParams, ScalarIndexParams};
 use serde::Serialize;
-use std::sync::Arc;
-use std::time::Instant;
 
 /// What kind of index, with its build parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +26,10 @@ pub enum IndexKind {
     /// A BM25 inverted index over character n-grams of `min..=max` characters, the same for every
     /// language (search-language-neutral-index).
     Ngram { min: u32, max: u32 },
+    /// A vector index (IVF_PQ, cosine) over a `FixedSizeList` column, trained only once the
+    /// column holds at least `min_rows` non-null vectors (below that, a flat scan is exact and
+    /// fast enough); `num_rows / 4096` partitions, sub-vectors of 8 dimensions (spec 8).
+    IvfPq { min_rows: u64 },
 }
 
 impl IndexKind {
@@ -35,6 +38,7 @@ impl IndexKind {
             Self::BTree => "btree",
             Self::Bitmap => "bitmap",
             Self::Ngram { .. } => "inverted_ngram",
+            Self::IvfPq { .. } => "ivf_pq",
         }
     }
 
@@ -52,7 +56,7 @@ impl IndexKind {
                     .ngram_prefix_only(false)
                     .max_token_length(None),
             ),
-            Self::BTree | Self::Bitmap => None,
+            Self::BTree | Self::Bitmap | Self::IvfPq { .. } => None,
         }
     }
 }
@@ -79,8 +83,14 @@ pub enum IndexAction {
     Created,
     /// Rebuilt from scratch (BTree).
     Rebuilt,
-    /// New rows folded in (bitmap, inverted).
+    /// New rows folded in (bitmap, inverted, IVF_PQ).
     Folded,
+    /// A vector index not built: the column holds fewer vectors than its threshold, and a
+    /// search compares every vector (flat).
+    BelowThreshold,
+    /// A vector index not built: the column holds vectors of more than one model, which share
+    /// no distance space (re-embed with `pond sync --only embed --force-embed`).
+    MixedModels,
 }
 
 /// An index's health, as `pond status` shows it.
@@ -139,39 +149,43 @@ impl Substrate {
         if let Some((_, 0)) = existing {
             return Ok(IndexAction::Current);
         }
+        let mut vectors = 0;
+        if let IndexKind::IvfPq { min_rows } = index.kind {
+            let filter = format!("{} IS NOT NULL", index.column);
+            vectors = self
+                .retry
+                .run(spec.name, || ds.count_rows(Some(filter.clone())))
+                .await? as u64;
+            if existing.is_none() && vectors < min_rows {
+                return Ok(IndexAction::BelowThreshold);
+            }
+        }
         let action = match (index.kind, existing) {
             (_, None) => IndexAction::Created,
             (IndexKind::BTree, Some(_)) => IndexAction::Rebuilt,
-            (IndexKind::Bitmap | IndexKind::Ngram { .. }, Some(_)) => IndexAction::Folded,
+            (IndexKind::Bitmap | IndexKind::Ngram { .. } | IndexKind::IvfPq { .. }, Some(_)) => {
+                IndexAction::Folded
+            }
         };
-        let updated = self
-            .retry
-            .run(spec.name, || {
-                let mut d = (*ds).clone();
-                async move {
-                    // Build on the latest version: a sync may have committed since `ds` was read.
-                    d.checkout_latest().await?;
-                    apply(&mut d, index, action).await?;
-                    Ok(d)
-                }
-            })
+        self.commit_on_latest(spec, async |d| apply(d, index, action, vectors).await)
             .await?;
-        self.handles.lock().await.insert(
-            spec.name,
-            Handle {
-                dataset: Arc::new(updated),
-                checked: Instant::now(),
-            },
-        );
         Ok(action)
     }
 }
 
-async fn apply(d: &mut Dataset, index: &IndexSpec, action: IndexAction) -> lance::Result<()> {
+async fn apply(
+    d: &mut Dataset,
+    index: &IndexSpec,
+    action: IndexAction,
+    vectors: u64,
+) -> lance::Result<()> {
     let columns = [index.column];
     let name = Some(index.name.to_owned());
     match (index.kind, action) {
-        (IndexKind::Bitmap | IndexKind::Ngram { .. }, IndexAction::Folded) => {
+        (
+            IndexKind::Bitmap | IndexKind::Ngram { .. } | IndexKind::IvfPq { .. },
+            IndexAction::Folded,
+        ) => {
             let options = OptimizeOptions::append().index_names(vec![index.name.to_owned()]);
             d.optimize_indices(&options).await
         }
@@ -180,6 +194,22 @@ async fn apply(d: &mut Dataset, index: &IndexSpec, action: IndexAction) -> lance
                 .inverted_params()
                 .expect("an n-gram index has inverted params");
             d.create_index(&columns, IndexType::Inverted, name, &params, true)
+                .await
+                .map(drop)
+        }
+        (IndexKind::IvfPq { .. }, _) => {
+            // Partitions = rows / 4096 (spec 8); sub-vectors of 8 dimensions (384 / 48), 8-bit
+            // codes, cosine as the queries use; Lance's default 50 k-means iterations.
+            let partitions = (vectors / 4096).max(1) as usize;
+            let dimension = vector_dimension(d, index.column)?;
+            let params = VectorIndexParams::ivf_pq(
+                partitions,
+                8,
+                (dimension / 8).max(1),
+                "cosine".try_into()?,
+                50,
+            );
+            d.create_index(&columns, IndexType::IvfPq, name, &params, true)
                 .await
                 .map(drop)
         }
@@ -203,6 +233,16 @@ async fn apply(d: &mut Dataset, index: &IndexSpec, action: IndexAction) -> lance
             )
             .await
             .map(drop),
+    }
+}
+
+/// The length of the vectors of a `FixedSizeList` column.
+fn vector_dimension(d: &Dataset, column: &str) -> lance::Result<usize> {
+    match d.schema().field(column).map(|f| f.data_type()) {
+        Some(arrow_schema::DataType::FixedSizeList(_, n)) if n > 0 => Ok(n as usize),
+        other => Err(lance::Error::invalid_input(format!(
+            "{column} is not a vector column ({other:?})"
+        ))),
     }
 }
 

@@ -4,8 +4,10 @@
 //! chokepoints of lance-chokepoints, each one code path in this module:
 //! - catalog: [`Substrate::location`] is the only place a table's URI is made;
 //! - read: [`Substrate::scan`] is the only place scans are built (filters pushed down), and
-//!   [`Substrate::full_text_search`] the only place searches are (filters as prefilters);
-//! - write: [`Substrate::merge_insert`] is the only write, and it never folds indexes;
+//!   [`Substrate::full_text_search`] and [`Substrate::vector_search`] the only places searches
+//!   are (filters as prefilters);
+//! - write: [`Substrate::merge_insert`] is the only insert and [`Substrate::merge_update`] the
+//!   only update (a conditional merge of derived columns); neither folds indexes;
 //! - storage: every byte goes through Lance's object-store layer (URIs, never local paths).
 //!
 //! Around every Lance call: bounded retry with backoff and jitter (lance-retry-jitter); before
@@ -19,6 +21,7 @@ mod location;
 mod retry;
 mod search;
 mod snapshot;
+mod vector;
 
 pub use catalog::{Catalog, DEFAULT_NAMESPACE, NamespaceError, NamespaceInfo};
 pub use index::{IndexAction, IndexKind, IndexSpec, IndexStatus};
@@ -29,6 +32,7 @@ pub use location::{
 pub use retry::RetryPolicy;
 pub use search::{FullTextRequest, TermStats, TextAnalyzer, str_at};
 pub use snapshot::BatchStream;
+pub use vector::VectorRequest;
 
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_schema::{ArrowError, SchemaRef};
@@ -326,6 +330,28 @@ impl Substrate {
             .await
     }
 
+    /// The plan Lance runs for a scan of `spec` configured by `configure`, run, with its metrics
+    /// (`analyze_plan`: `pond search --explain`). A table never written says so.
+    pub async fn analyze(
+        &self,
+        spec: &TableSpec,
+        configure: impl Fn(&mut Scanner) -> lance::Result<()>,
+    ) -> Result<String, StoreError> {
+        let Some(ds) = self.dataset(spec).await? else {
+            return Ok(format!(
+                "{} has never been written: nothing is searched",
+                spec.name
+            ));
+        };
+        self.retry
+            .run(spec.name, || async {
+                let mut scanner = ds.scan();
+                configure(&mut scanner)?;
+                scanner.analyze_plan().await
+            })
+            .await
+    }
+
     /// lance-chokepoints-read, streaming: folds every batch of a scan of `spec` into a state
     /// made by `init`, holding one batch at a time. A retried attempt starts again from `init()`,
     /// so nothing is counted twice.
@@ -388,6 +414,37 @@ impl Substrate {
         // without statistics, so the join buffers every row of the target instead of the batch:
         // memory and time per write grew with the table (docs/decisions.md, "Store writes").
         // The batches' own schema: a source may leave out nullable columns it has no value for.
+        let (stats, attempts) = self
+            .merge(spec, batches, true, |b, _| {
+                b.when_matched(WhenMatched::DoNothing)
+                    .when_not_matched(WhenNotMatched::InsertAll);
+                Ok(())
+            })
+            .await?;
+        Ok(MergeOutcome {
+            inserted: stats.num_inserted_rows,
+            present: rows - stats.num_inserted_rows.min(rows),
+            attempts,
+        })
+    }
+
+    /// The one merge loop under both writes: `batches` deduplicated on the primary key (first
+    /// seen wins), then merged on it as `configure` says, retried through lost commit races and
+    /// transient faults (lance-retry-jitter), the new version kept as the table's handle.
+    /// `create`: make the table when it was never written (an update has nothing to do then,
+    /// and returns empty statistics). Returns Lance's statistics and the attempts taken.
+    async fn merge(
+        &self,
+        spec: &TableSpec,
+        batches: Vec<RecordBatch>,
+        create: bool,
+        configure: impl Fn(&mut MergeInsertBuilder, &Dataset) -> lance::Result<()>,
+    ) -> Result<(lance::dataset::MergeStats, u32), StoreError> {
+        // adapter-integrity-dedup, the floor: duplicate keys keep their first row. Done here rather
+        // than by Lance's `SourceDedupeBehavior::FirstSeen`, which turns the source into a stream
+        // without statistics, so the join buffers every row of the target instead of the batch:
+        // memory and time per write grew with the table (docs/decisions.md, "Store writes").
+        // The batches' own schema: a source may leave out nullable columns it has no value for.
         let schema = batches[0].schema();
         let batches = dedup::first_seen(&schema, batches).map_err(|e| StoreError::Invalid {
             table: spec.name,
@@ -398,6 +455,7 @@ impl Substrate {
             attempts += 1;
             let ds = match self.dataset(spec).await? {
                 Some(ds) => ds,
+                None if !create => return Ok((Default::default(), attempts)),
                 None => match self.create(spec).await {
                     Ok(ds) => ds,
                     // Another writer created it first: use theirs.
@@ -407,12 +465,10 @@ impl Substrate {
             };
             let job = MergeInsertBuilder::try_new(ds.clone(), Vec::new())
                 .and_then(|mut b| {
-                    b.when_matched(WhenMatched::DoNothing)
-                        .when_not_matched(WhenNotMatched::InsertAll)
-                        // The indexed merge path records no inserted-key filter, so concurrent
-                        // inserts of one new key could both commit (lance-14-notes, surprise 3).
-                        .use_index(false)
-                        .skip_auto_cleanup(true);
+                    configure(&mut b, &ds)?;
+                    // The indexed merge path records no inserted-key filter, so concurrent
+                    // inserts of one new key could both commit (lance-14-notes, surprise 3).
+                    b.use_index(false).skip_auto_cleanup(true);
                     b.try_build()
                 })
                 .map_err(|e| StoreError::Invalid {
@@ -421,21 +477,17 @@ impl Substrate {
                 })?;
             match job.execute_batches(batches.clone()).await {
                 Ok((new_ds, stats)) => {
-                    let mut handles = self.handles.lock().await;
-                    handles.insert(
+                    self.handles.lock().await.insert(
                         spec.name,
                         Handle {
                             dataset: new_ds,
                             checked: Instant::now(),
                         },
                     );
-                    return Ok(MergeOutcome {
-                        inserted: stats.num_inserted_rows,
-                        present: rows - stats.num_inserted_rows,
-                        attempts: attempts.max(stats.num_attempts),
-                    });
+                    let taken = attempts.max(stats.num_attempts);
+                    return Ok((stats, taken));
                 }
-                Err(e) if retry::is_transient(&e) && attempts < self.retry.attempts => {
+                Err(e) if retry::is_transient(&e) && attempts < self.retry.write_attempts(&e) => {
                     self.retry.pause(attempts).await;
                     self.forget(spec.name).await;
                 }
@@ -461,6 +513,37 @@ impl Substrate {
                 }
             }
         }
+    }
+
+    /// Runs `op` on the latest version of `spec` (a commit: index and configuration changes),
+    /// retried as every Lance call is, and keeps the version it made as the table's handle.
+    /// `None` when the table was never written.
+    pub(crate) async fn commit_on_latest<T>(
+        &self,
+        spec: &TableSpec,
+        op: impl AsyncFn(&mut Dataset) -> lance::Result<T>,
+    ) -> Result<Option<T>, StoreError> {
+        let Some(ds) = self.dataset(spec).await? else {
+            return Ok(None);
+        };
+        let (updated, out) = self
+            .retry
+            .run(spec.name, || async {
+                let mut d = (*ds).clone();
+                // The latest version: another writer may have committed since `ds` was read.
+                d.checkout_latest().await?;
+                let out = op(&mut d).await?;
+                Ok((d, out))
+            })
+            .await?;
+        self.handles.lock().await.insert(
+            spec.name,
+            Handle {
+                dataset: Arc::new(updated),
+                checked: Instant::now(),
+            },
+        );
+        Ok(Some(out))
     }
 
     async fn forget(&self, table: &'static str) {

@@ -14,6 +14,10 @@ pub struct RetryPolicy {
     pub first_pause: Duration,
     /// The longest pause.
     pub max_pause: Duration,
+    /// Attempts in all for a write that keeps losing commit races: more than for faults, since
+    /// each is a fresh read of the latest version and many writers on one bucket is the hosted
+    /// deployment's normal state (spec 2.2), while a fault that outlasts `attempts` is an outage.
+    pub conflict_attempts: u32,
 }
 
 impl Default for RetryPolicy {
@@ -22,6 +26,7 @@ impl Default for RetryPolicy {
             attempts: 8,
             first_pause: Duration::from_millis(20),
             max_pause: Duration::from_secs(2),
+            conflict_attempts: 24,
         }
     }
 }
@@ -79,6 +84,15 @@ fn is_not_found(e: &lance::Error) -> bool {
 }
 
 impl RetryPolicy {
+    /// The attempts a write may take when it failed with `e`.
+    pub(crate) fn write_attempts(&self, e: &lance::Error) -> u32 {
+        if is_conflict(e) {
+            self.conflict_attempts.max(self.attempts)
+        } else {
+            self.attempts
+        }
+    }
+
     /// Sleeps before attempt `attempt + 1`: exponential backoff with full jitter.
     pub(crate) async fn pause(&self, attempt: u32) {
         let base = self

@@ -146,18 +146,7 @@ impl Substrate {
         if request.terms.is_empty() {
             return Ok("no terms: nothing is searched".to_owned());
         }
-        let Some(ds) = self.dataset(spec).await? else {
-            return Ok(format!(
-                "{} has never been written: nothing is searched",
-                spec.name
-            ));
-        };
-        self.retry
-            .run(spec.name, || async {
-                let mut scanner = ds.scan();
-                request.configure(&mut scanner)?;
-                scanner.analyze_plan().await
-            })
+        self.analyze(spec, |scanner| request.configure(scanner))
             .await
     }
 

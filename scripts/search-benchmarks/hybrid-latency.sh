@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Hybrid search latency at 1M messages with the IVF_PQ (a benchmark, not a test), on the store
+# latency.sh builds (run latency.sh and load.sh first: this adds vectors to WORKDIR/store).
+# The vectors are synthetic: a tiny random BERT of the store's width (server/examples/
+# tiny_model.rs) embeds every message through the real embed stage, so the stage's throughput
+# and peak RSS at this size are measured too (for the tiny model: a real model's throughput is
+# docs/benchmarks.md, "Embedding throughput"); update-indexes trains the IVF_PQ; then every
+# query runs through pond_search as a pond with the tiny model configured (3 timed passes).
+#
+# usage: scripts/search-benchmarks/hybrid-latency.sh WORKDIR
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+work=${1:?usage: hybrid-latency.sh WORKDIR}
+[ -d "$work/store" ] && [ -f "$work/queries.jsonl" ] || { echo "hybrid-latency.sh: run latency.sh $work first" >&2; exit 2; }
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/pond/target}"
+cargo build --release --locked -p pond -p pond-server --example search_bench --example tiny_model --bin pond >&2
+bin="$CARGO_TARGET_DIR/release"
+model=tiny-384
+[ -f "$work/models/$model/pond-model.json" ] || "$bin/examples/tiny_model" "$work/models" "$model" >&2
+printf '[embedding]\nmodel = "%s"\nmodels = "%s"\n' "$model" "$work/models" > "$work/config.toml"
+export POND_CONFIG="$work/config.toml"
+echo "== embed stage (tiny model) over every message"
+/usr/bin/time -v "$bin/pond" sync --data "$work/store" --only embed --json > "$work/embed.json" 2> "$work/embed.time"
+python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["embed"]; print(f"embedded {e[\"embedded\"]} of {e[\"backlog\"]} in {e[\"seconds\"]:.0f} s = {e[\"embedded\"]/max(e[\"seconds\"],1e-9):,.0f} msg/s, {e[\"commits\"]} commits")' "$work/embed.json"
+grep -E "Elapsed|Maximum resident" "$work/embed.time"
+echo "== update-indexes: the IVF_PQ"
+/usr/bin/time -v "$bin/pond" sync --data "$work/store" --only update-indexes --json > "$work/ivf.json" 2> "$work/ivf.time"
+python3 -c 'import json,sys; [print(u["index"], u["action"], round(u["seconds"],1), "s") for u in json.load(open(sys.argv[1]))["update_indexes"]["indexes"]]' "$work/ivf.json"
+grep -E "Elapsed|Maximum resident" "$work/ivf.time"
+echo "== warm hybrid: pond_search in one process, store held open (3 passes after a warm-up)"
+/usr/bin/time -v "$bin/examples/search_bench" "$work/store" "$work/queries.jsonl" --runs 3 \
+  --model "$model" --models "$work/models" 2> "$work/hybrid.err" || true
+grep -E "^(all|with|no) |Maximum resident|Elapsed" "$work/hybrid.err"
