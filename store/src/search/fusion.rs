@@ -10,9 +10,9 @@ use super::{MATCHES_PER_SESSION, MessageHit, SessionGroup};
 use std::collections::HashMap;
 
 /// The weight of the full-text (BM25) arm.
-pub const FULL_TEXT_WEIGHT: f32 = 0.6;
+pub const FULL_TEXT_WEIGHT: f32 = 0.65;
 /// The weight of the vector arm.
-pub const VECTOR_WEIGHT: f32 = 0.4;
+pub const VECTOR_WEIGHT: f32 = 0.35;
 
 /// One retriever's results, grouped by session root, best first.
 #[derive(Debug, Clone)]
