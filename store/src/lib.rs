@@ -1,9 +1,9 @@
 //! # pond-store
 //!
 //! The durable half of pond (spec sections 3 and 5): the generic Lance storage [`substrate`] and
-//! the [`sessions`] datasets built on it: the import stage of `pond sync` ([`sync`]), paged
-//! reads ([`get`]), full-text [`search`], restore ([`restore`]) and `.pond` archives
-//! ([`archive`]).
+//! the [`sessions`] datasets built on it: the import stage of `pond sync` ([`sync`]), its embed
+//! stage ([`embed`]), paged reads ([`get`]), hybrid [`search`], restore ([`restore`]) and
+//! `.pond` archives ([`archive`]).
 //! This is the only crate that depends on Lance.
 
 pub mod archive;
