@@ -234,18 +234,19 @@ async fn embed_batch(
 ) -> Result<Vec<Vec<f32>>, EmbedStageError> {
     let texts: Vec<String> = rows.iter().map(|(_, _, t)| t.clone()).collect();
     let expected = texts.len();
+    let model = embedder.model_id().to_owned();
     let vectors = tokio::task::spawn_blocking(move || {
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         embedder.embed(&refs, TextKind::Passage)
     })
     .await
     .map_err(|e| EmbedError::Inference {
-        model: "embedder".to_owned(),
+        model: model.clone(),
         detail: format!("the embedding thread failed: {e}"),
     })??;
     if vectors.len() != expected {
         return Err(EmbedError::Inference {
-            model: "embedder".to_owned(),
+            model: model.clone(),
             detail: format!("{} vectors for {expected} texts", vectors.len()),
         }
         .into());

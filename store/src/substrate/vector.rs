@@ -110,7 +110,8 @@ impl Substrate {
     /// key is stored and for which `condition` holds (SQL over `source.` and `target.` columns),
     /// the columns the batches carry are written over the stored ones; every other column of
     /// the row is left as it is (Lance patches the given columns in place, a new version), and
-    /// keys not stored are ignored: nothing is inserted. Returns the rows updated. Indexes are
+    /// keys not stored are ignored: nothing is inserted. Returns the rows updated in
+    /// [`MergeOutcome::inserted`] (written) and the rest in `present` (left alone). Indexes are
     /// never folded here; Lance drops the coverage of an index on a patched column.
     pub async fn merge_update(
         &self,
