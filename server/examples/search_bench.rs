@@ -3,11 +3,16 @@
 //!
 //! usage: search_bench STORE QUERIES.jsonl [--runs N] [--out RUN.jsonl] [--limit N]
 //!                     [--model NAME --models DIR] [--arms ARMS.jsonl]
+//!                     [--exact-vectors] [--nprobes N]
 //!
 //! `--model` searches as a pond with `[embedding] model = NAME` does (hybrid where messages are
 //! embedded under it). `--arms` also runs each query explained and writes what each arm of a
 //! hybrid search returned, `{"qid", "mode", "arms": {"full_text": [[session, raw score], ...],
 //! "vector": [...]}}`, the input of `scripts/search-benchmarks/simulate_fusion.py`.
+//! `--exact-vectors` makes the vector arm compare every vector even where the IVF_PQ exists
+//! (the reference `scripts/search-benchmarks/vector_recall.py` measures the index against);
+//! `--nprobes` overrides the partitions probed (default 20, as `[search] nprobes`).
+//! `--runs 0` runs the untimed pass only.
 //!
 //! Each line of QUERIES is `{"qid"?: ..., "query" | "question": ..., "project"?: ..., "filter"?: bool}`;
 //! a query is filtered by its project when `filter` is true (or absent and a project is given).
@@ -76,6 +81,12 @@ fn main() {
         let dir = flag("--models").expect("--models DIR with --model");
         pond = pond.with_embedding(pond_server::embedding::EmbeddingModel::new(model, dir));
     }
+    let mut settings = pond_store::sessions::VectorSettings::default();
+    settings.exact = args.iter().any(|a| a == "--exact-vectors");
+    if let Some(n) = flag("--nprobes") {
+        settings.nprobes = n.parse().expect("--nprobes N");
+    }
+    pond = pond.with_vector_settings(settings);
     let request = |q: &Query| {
         let mut r = SearchRequest::new(q.text.clone());
         r.project = q.project.clone();

@@ -637,6 +637,20 @@ async fn the_vector_index_is_trained_at_its_threshold_and_dropped_on_a_model_swa
         plan.contains("ANNSubIndex") || plan.contains("ANNIvf"),
         "{plan}"
     );
+    // `exact`, the reference the index's recall is measured against, compares every vector:
+    // no ANN step in its plan, and the same session first.
+    let exact = SessionStore::open(dir.path().join("store").to_str().unwrap())
+        .with_vector_settings(VectorSettings {
+            exact: true,
+            ..settings
+        });
+    let o = exact.search(&q).await.unwrap();
+    assert_eq!(o.trace.arms[1].sessions[0].0, "h030");
+    let plan = o.trace.arms[1].plan.clone().unwrap_or_default();
+    assert!(
+        !plan.contains("ANNSubIndex") && !plan.contains("ANNIvf") && plan.contains("KNN"),
+        "{plan}"
+    );
 
     // A model swap drops the index before the new vectors land; update-indexes trains it again.
     let b = tiny_model(&models, "tiny-b", 2);

@@ -243,6 +243,7 @@ impl SessionStore {
             },
             nprobes: Some(settings.nprobes),
             refine_factor: Some(settings.refine_factor),
+            exact: settings.exact,
         };
         let batches = self.substrate().vector_search(&MESSAGES, &request).await?;
         let mut hits = Vec::new();

@@ -31,6 +31,9 @@ pub struct VectorSettings {
     pub refine_factor: u32,
     /// Non-null vectors at which the IVF_PQ is trained ([`schema::VECTOR_INDEX_THRESHOLD`]).
     pub index_threshold: u64,
+    /// Search as if no vector index existed: every admitted vector compared (not a config.toml
+    /// key; the benchmarks measure the IVF_PQ's recall against it).
+    pub exact: bool,
 }
 
 impl Default for VectorSettings {
@@ -39,6 +42,7 @@ impl Default for VectorSettings {
             nprobes: 20,
             refine_factor: 4,
             index_threshold: schema::VECTOR_INDEX_THRESHOLD,
+            exact: false,
         }
     }
 }

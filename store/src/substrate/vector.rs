@@ -30,6 +30,9 @@ pub struct VectorRequest {
     pub nprobes: Option<usize>,
     /// An IVF_PQ candidate pool of `limit x refine_factor` re-ranked by exact distance.
     pub refine_factor: Option<u32>,
+    /// Compare every admitted vector even where an IVF index exists (the reference an index's
+    /// recall is measured against).
+    pub exact: bool,
 }
 
 impl VectorRequest {
@@ -45,6 +48,9 @@ impl VectorRequest {
         }
         if let Some(r) = self.refine_factor {
             scanner.refine(r);
+        }
+        if self.exact {
+            scanner.use_index(false);
         }
         if let Some(filter) = &self.filter {
             scanner.filter(filter)?;
