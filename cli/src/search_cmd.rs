@@ -259,7 +259,7 @@ fn explain(t: &pond_store::search::SearchTrace, json: bool) {
         }
         return;
     }
-    println!("hybrid: each arm's session scores min-max normalized to [0, 1], summed with weights");
+    println!("hybrid: each arm's session scores divided by its best, summed with weights");
     for a in &t.arms {
         println!(
             "arm {}: weight {:.2}, {} sessions, raw scores {:.4} to {:.4}",

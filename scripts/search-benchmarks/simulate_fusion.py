@@ -3,9 +3,9 @@
 
 Replays pond's fusion (store/src/search/fusion.rs) over what each arm returned for every
 question of the searchbench data, recorded by `search_bench --arms ARMS.jsonl`:
-each arm's session scores are min-max normalized to [0, 1] over the sessions it returned (1 when
-they are all equal), a session missing from an arm scores 0 there, and the fused score is the
-weighted sum. For every full-text weight w on a grid (the vector arm gets 1 - w), the fused
+each arm's session scores are divided by the best session score it returned (0 when that is not
+positive), a session missing from an arm scores 0 there, and the fused score is the weighted sum.
+`--norm minmax` replays the min-max normalization fusion.rs used before (to compare). For every full-text weight w on a grid (the vector arm gets 1 - w), the fused
 rankings are scored with the benchmark's own metrics (locomo_bench.session_metrics).
 
 The weight is chosen by the mean of Hit@1, R@5 and NDCG@5. So that the reported quality is not
@@ -13,7 +13,7 @@ measured on the questions the weight was chosen on, the choice is also made leav
 conversation-out: for each conversation, the weight that is best on the other four is scored on
 it; the pooled result is the held-out estimate.
 
-usage: simulate_fusion.py QUERIES.jsonl ARMS.jsonl [--step 0.05] [--json]
+usage: simulate_fusion.py QUERIES.jsonl ARMS.jsonl [--step 0.05] [--norm max|minmax] [--json]
   QUERIES.jsonl: convert_locomo.py's queries (gold labels); ARMS.jsonl: search_bench --arms.
 Needs ../shared/searchbench (locomo_bench.py) beside the repository.
 """
@@ -28,6 +28,9 @@ from locomo_bench import session_metrics  # noqa: E402
 KEYS = ("hit@1", "recall@3", "recall@5", "mrr", "ndcg@5")
 
 
+NORM = "max"
+
+
 def normalized(sessions):
     """{session: score in [0, 1]} as fusion.rs normalizes an arm."""
     if not sessions:
@@ -36,7 +39,10 @@ def normalized(sessions):
     lo, hi = min(scores), max(scores)
     out = {}
     for sid, s in sessions:
-        v = (s - lo) / (hi - lo) if hi > lo else 1.0
+        if NORM == "minmax":
+            v = (s - lo) / (hi - lo) if hi > lo else 1.0
+        else:
+            v = s / hi if hi > 0 else 0.0
         out.setdefault(sid, min(1.0, max(0.0, v)))
     return out
 
@@ -72,6 +78,10 @@ def main():
     qpath, apath = sys.argv[1], sys.argv[2]
     step = float(sys.argv[sys.argv.index("--step") + 1]) if "--step" in sys.argv else 0.05
     as_json = "--json" in sys.argv
+    global NORM
+    NORM = sys.argv[sys.argv.index("--norm") + 1] if "--norm" in sys.argv else "max"
+    if NORM not in ("max", "minmax"):
+        sys.exit(f"--norm {NORM}: max or minmax")
     queries = [json.loads(l) for l in open(qpath, encoding="utf-8")]
     arms_by_qid = {}
     for l in open(apath, encoding="utf-8"):

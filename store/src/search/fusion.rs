@@ -1,18 +1,22 @@
 //! Fusion of the retrievers (spec 8): each arm's surviving raw scores, after its own grouping by
-//! session root, are min-max normalized to [0, 1] over the sessions it returned, and summed
-//! across arms with fixed per-arm weights. A session one arm did not return scores 0 in that arm.
+//! session root, are divided by the best session score it returned (max normalization, into
+//! [0, 1]), and summed across arms with fixed per-arm weights. A session one arm did not return
+//! scores 0 in that arm.
 //!
-//! The weights were chosen by `scripts/search-benchmarks/simulate_fusion.py`, which replays this
-//! arithmetic over both arms' recorded results on `../shared/searchbench` (docs/benchmarks.md,
-//! "Hybrid search quality on LoCoMo").
+//! Dividing by the maximum keeps each arm's own contrast: BM25 scores spread widely, cosine
+//! similarities of one query crowd together (0.45 to 0.6, say), and min-max would stretch that
+//! crowd to the whole [0, 1] and let small vector differences outvote clear text evidence.
+//! Normalization and weights were chosen by `scripts/search-benchmarks/simulate_fusion.py`,
+//! which replays this arithmetic over both arms' recorded results on `../shared/searchbench`
+//! (docs/benchmarks.md, "Hybrid search quality on LoCoMo").
 
 use super::{MATCHES_PER_SESSION, MessageHit, SessionGroup};
 use std::collections::HashMap;
 
 /// The weight of the full-text (BM25) arm.
-pub const FULL_TEXT_WEIGHT: f32 = 0.65;
+pub const FULL_TEXT_WEIGHT: f32 = 0.5;
 /// The weight of the vector arm.
-pub const VECTOR_WEIGHT: f32 = 0.35;
+pub const VECTOR_WEIGHT: f32 = 0.5;
 
 /// One retriever's results, grouped by session root, best first.
 #[derive(Debug, Clone)]
@@ -28,7 +32,7 @@ pub struct ArmScore {
     pub arm: &'static str,
     /// The arm's own score: BM25, or cosine similarity.
     pub raw: f32,
-    /// Min-max normalized over the arm's sessions, in [0, 1].
+    /// Divided by the arm's best session score, in [0, 1].
     pub normalized: f32,
 }
 
@@ -37,7 +41,7 @@ pub struct ArmScore {
 pub struct ArmTrace {
     pub name: &'static str,
     pub weight: f32,
-    /// The lowest and highest session scores, the bounds of the normalization.
+    /// The lowest and highest session scores; each is divided by the highest.
     pub min: f32,
     pub max: f32,
     /// Its sessions, best first, with their raw score.
@@ -73,13 +77,13 @@ impl Bounds {
         b
     }
 
-    /// `x` in [0, 1] between the arm's lowest and highest session score; 1 when they are equal
-    /// (one session, or a tie: each is the arm's best).
+    /// `x` as a share of the arm's best session score, in [0, 1]. An arm whose best score is not
+    /// positive (every vector pointing away from the query) carries no evidence: 0.
     fn normalize(&self, x: f32) -> f32 {
-        if self.max > self.min {
-            ((x - self.min) / (self.max - self.min)).clamp(0.0, 1.0)
+        if self.max > 0.0 {
+            (x / self.max).clamp(0.0, 1.0)
         } else {
-            1.0
+            0.0
         }
     }
 }
@@ -246,19 +250,20 @@ mod tests {
             .iter()
             .map(|g| (g.session.id.to_string(), g.score))
             .collect();
-        // a: 0.6 * 1 + 0.4 * 0 = 0.6; b: 0.6 * 0.5 = 0.3; c: 0.6 * 0 + 0.4 * 1 = 0.4.
-        let expect = [("a", 0.6), ("c", 0.4), ("b", 0.3)];
+        // Each arm divided by its best: a 0.6 * 1 + 0.4 * 0.5/0.9 = 0.8222; b 0.6 * 0.6 = 0.36;
+        // c 0.6 * 0.2 + 0.4 * 1 = 0.52.
+        let expect = [("a", 0.6 + 0.4 * 0.5 / 0.9), ("c", 0.52), ("b", 0.36)];
         for ((id, s), (eid, es)) in scores.iter().zip(expect) {
             assert_eq!(id, eid);
             assert!((s - es).abs() < 1e-6, "{scores:?}");
         }
         assert_eq!(traces[0].min, 2.0);
         assert_eq!(traces[1].max, 0.9);
-        // a2 was found by both arms: 0.6 * (4-2)/(10-2) + 0.4 * 0 = 0.15; a1 by text only: 0.6.
+        // a2 was found by both arms: 0.6 * 4/10 + 0.4 * 0.5/0.9 = 0.4622; a1 by text only: 0.6.
         let a = &groups[0];
         assert_eq!(a.hits[0].message_id, "a1");
         assert_eq!(a.hits[1].message_id, "a2");
-        assert!((a.hits[1].score - 0.15).abs() < 1e-6);
+        assert!((a.hits[1].score - (0.24 + 0.4 * 0.5 / 0.9)).abs() < 1e-6);
         let a2 = hits.iter().find(|h| h.message_id == "a2").unwrap();
         assert_eq!(a2.arms.len(), 2);
         // min_score drops what fuses below it; limit keeps the best.
@@ -273,5 +278,29 @@ mod tests {
         );
         assert_eq!(groups.len(), 1);
         assert_eq!(groups[0].session.id.to_string(), "a");
+    }
+
+    #[test]
+    fn an_arm_with_no_positive_score_adds_nothing() {
+        let text = Arm {
+            name: "full_text",
+            weight: 0.5,
+            groups: vec![group("a", &[("a1", 2.0)]), group("b", &[("b1", 1.0)])],
+        };
+        let vector = Arm {
+            name: "vector",
+            weight: 0.5,
+            groups: vec![group("b", &[("b1", -0.1)]), group("a", &[("a1", -0.3)])],
+        };
+        let (groups, ..) = fuse(vec![text, vector], 10, None);
+        let scores: Vec<(String, f32)> = groups
+            .iter()
+            .map(|g| (g.session.id.to_string(), g.score))
+            .collect();
+        assert_eq!(
+            scores,
+            vec![("a".to_owned(), 0.5), ("b".to_owned(), 0.25)],
+            "negative similarities must neither flip the order nor subtract"
+        );
     }
 }
