@@ -11,7 +11,7 @@ chunk=${1:-600}
 rounds=${2:-1}
 shift 2 2>/dev/null || shift $#
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(claude_code codex opencode_export opencode_db pi wire_events)
+[ ${#targets[@]} -gt 0 ] || targets=(claude_code codex opencode_export opencode_db pi wire_events archive)
 export RUSTC_BOOTSTRAP=1
 # As `cargo fuzz run` sets it: SQLite, bundled and compiled into the binary twice over, is not
 # an ODR violation of ours.

@@ -45,6 +45,37 @@ for m in log["messages"]:
 json.dump(events, sys.stdout)
 PY
 done
+# Archives: small valid containers as `pond export` lays them out (manifest first, three tables,
+# every file listed with its length and SHA-256), one with an extra file per table, and the same
+# cut short; the fuzzer mutates from there.
+mkdir -p corpus/archive
+python3 - corpus/archive <<'PY'
+import hashlib, io, json, sys, tarfile
+out = sys.argv[1]
+def archive(files_per_table, size):
+    tables, blobs = [], []
+    for t in ("sessions", "messages", "parts"):
+        files = []
+        for j in range(files_per_table):
+            path = f"{t}.lance/data/{j}.lance" if j else f"{t}.lance/_versions/1.manifest"
+            data = (f"{t}:{j};" * size).encode()
+            files.append({"path": path, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+            blobs.append((path, data))
+        tables.append({"name": t, "rows": files_per_table, "files": files})
+    manifest = {"format": "pond-archive", "format_version": 1, "pond_version": "0.1.0",
+                "schema_version": 1, "created_at": "2026-11-25T00:00:00Z", "tables": tables}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for path, data in [("manifest.json", json.dumps(manifest, indent=2).encode())] + blobs:
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+for name, data in [("one", archive(1, 20)), ("two", archive(2, 50))]:
+    open(f"{out}/{name}", "wb").write(data)
+    open(f"{out}/{name}-cut", "wb").write(data[: len(data) * 2 // 3])
+PY
 for t in corpus/*/; do
   [ -d regressions/"$(basename "$t")" ] && cp regressions/"$(basename "$t")"/* "$t" 2>/dev/null || true
 done

@@ -11,6 +11,7 @@
 pub mod bounded;
 pub mod event;
 pub mod ids;
+pub mod ingest;
 pub mod model;
 pub mod schema;
 pub mod seam;

@@ -1,13 +1,15 @@
 //! What every fuzz target (`fuzz/`) does with its input, and what the regression test replays:
 //! the bytes become one source file of a codec, which is read both ways a read face streams
 //! (`read`, and `read_items` through a native conversion), and whatever it yields is written by
-//! every write face, native and foreign; a native write is read back. Nothing here may panic,
-//! hang or allocate without bound, whatever the bytes; faults are expected and ignored.
+//! every write face, native and foreign; a native write is read back. The `.pond` archive's
+//! container is unpacked the way `pond import` unpacks it. Nothing here may panic, hang or
+//! allocate without bound, whatever the bytes; faults are expected and ignored.
 
-use pond_canonical::{Event, WireEvent};
+use pond_canonical::{Event, Session, WireEvent, ingest};
 use pond_codecs::convert::{convert_sources, read_all, write_events};
 use pond_codecs::output::MemoryOutput;
 use pond_codecs::{CODECS, Codec, Layout};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Which input a fuzz target makes of its bytes.
@@ -22,17 +24,21 @@ pub enum Target {
     Pi,
     /// A JSON array of `pond_ingest` wire events.
     WireEvents,
+    /// A `.pond` archive: its container unpacked and checked (`pond_archive::unpack`); the Lance
+    /// datasets inside are the store's to open.
+    Archive,
 }
 
 impl Target {
     /// Every target, by the name of its fuzz binary and its regression folder.
-    pub const ALL: [(&'static str, Target); 6] = [
+    pub const ALL: [(&'static str, Target); 7] = [
         ("claude_code", Target::ClaudeCode),
         ("codex", Target::Codex),
         ("opencode_export", Target::OpencodeExport),
         ("opencode_db", Target::OpencodeDb),
         ("pi", Target::Pi),
         ("wire_events", Target::WireEvents),
+        ("archive", Target::Archive),
     ];
 
     /// Runs one input in the scratch folder `scratch` (emptied first).
@@ -66,6 +72,7 @@ impl Target {
                 data.to_vec(),
             ),
             Target::WireEvents => return wire_events(data),
+            Target::Archive => return archive(data, scratch),
         };
         let codec = pond_codecs::find(codec).expect("a registered codec");
         let input = scratch.join("in");
@@ -102,15 +109,31 @@ pub fn exercise(codec: &'static Codec, input: &Path, back: &Path) {
     }
 }
 
-/// The canonical half of a `pond_ingest` body: deserialized, assembled (ordering and role
-/// allowlists checked), then written by every writer.
+/// The canonical half of a `pond_ingest` body: deserialized, grouped by session and checked as
+/// the handler checks a batch (`pond_canonical::ingest`: ordering, role allowlists, the model
+/// validator), once with nothing stored and once with every session of the batch as if stored
+/// (continuations, immutable fields); what passes is written by every writer.
 fn wire_events(data: &[u8]) {
     let Ok(events) = serde_json::from_slice::<Vec<WireEvent>>(data) else {
         return;
     };
-    let Ok(logs) = pond_canonical::validate::assemble(events) else {
-        return;
-    };
+    let stored: HashMap<String, Session> = events
+        .iter()
+        .filter_map(|e| match e {
+            WireEvent::Session(s) => Some((s.id.to_string(), s.clone())),
+            _ => None,
+        })
+        .collect();
+    let mut logs = Vec::new();
+    for (sid, substream) in ingest::by_session(events) {
+        if let Ok((log, positions)) = ingest::check_session(substream.clone(), None) {
+            assert_eq!(positions.len(), log.messages.len(), "a seq per message");
+            logs.push(log);
+        }
+        if let Ok((log, positions)) = ingest::check_session(substream, stored.get(&sid)) {
+            assert_eq!(positions.len(), log.messages.len(), "a seq per message");
+        }
+    }
     let events: Vec<Event> = logs
         .into_iter()
         .flat_map(|log| {
@@ -119,6 +142,40 @@ fn wire_events(data: &[u8]) {
         })
         .collect();
     write_all(&events);
+}
+
+/// A `.pond` archive unpacked as `pond import` does (the expectations of schema version 1, whose
+/// manifests `fuzz/seed.sh` writes). Whatever the bytes, nothing may be written outside the
+/// destination: the scratch folder holds the archive and the destination only, after.
+fn archive(data: &[u8], scratch: &Path) {
+    const TABLES: [&str; 3] = ["sessions", "messages", "parts"];
+    let _ = std::fs::remove_dir_all(scratch);
+    let dest = scratch.join("out");
+    std::fs::create_dir_all(&dest).expect("scratch folder");
+    let input = scratch.join("in.pond");
+    std::fs::write(&input, data).expect("scratch write");
+    let expected = pond_archive::Expected {
+        schema_version: 1,
+        tables: &TABLES,
+    };
+    let _ = pond_archive::unpack(&input, &dest, &expected, &mut |done, total| {
+        assert!(done <= total, "unpacked {done} of {total} bytes");
+    });
+    let mut names: Vec<String> = std::fs::read_dir(scratch)
+        .expect("scratch folder")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["in.pond", "out"],
+        "the archive wrote outside its destination"
+    );
 }
 
 /// Writes `events` with every write face, into memory.

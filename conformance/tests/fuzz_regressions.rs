@@ -43,7 +43,26 @@ fn the_harness_runs_every_target_on_real_and_broken_input() {
         (Target::OpencodeExport, export.clone()),
         (Target::OpencodeDb, db.clone()),
         (Target::WireEvents, b"[{\"kind\":\"session\"}]".to_vec()),
+        (
+            Target::Archive,
+            small_archive(&scratch.path().join("archive")),
+        ),
     ];
+    // The valid archive unpacks whole (the harness ignores the outcome; this checks the input).
+    let archive = &inputs.last().unwrap().1;
+    let check = scratch.path().join("check");
+    std::fs::create_dir_all(check.join("out")).unwrap();
+    std::fs::write(check.join("in.pond"), archive).unwrap();
+    pond_archive::unpack(
+        &check.join("in.pond"),
+        &check.join("out"),
+        &pond_archive::Expected {
+            schema_version: 1,
+            tables: &["sessions", "messages", "parts"],
+        },
+        &mut |_, _| {},
+    )
+    .unwrap();
     for (target, data) in inputs {
         target.run(&data, &scratch.path().join("run"));
         // Cut in half, and with a byte flipped: broken input, located faults, no panic.
@@ -53,4 +72,36 @@ fn the_harness_runs_every_target_on_real_and_broken_input() {
         flipped[at] ^= 0x5a;
         target.run(&flipped, &scratch.path().join("run"));
     }
+}
+
+/// A valid archive of three tables, one small file each, as `write_tar` writes it.
+fn small_archive(root: &Path) -> Vec<u8> {
+    let mut tables = Vec::new();
+    for t in ["sessions", "messages", "parts"] {
+        let rel = format!("{t}.lance/data/0.lance");
+        std::fs::create_dir_all(root.join(&rel).parent().unwrap()).unwrap();
+        std::fs::write(root.join(&rel), format!("{t} ").repeat(300)).unwrap();
+        let (bytes, sha256) = pond_archive::digest_file(&root.join(&rel)).unwrap();
+        tables.push(pond_archive::TableEntry {
+            name: t.to_owned(),
+            rows: 1,
+            files: vec![pond_archive::FileEntry {
+                path: rel,
+                bytes,
+                sha256,
+            }],
+        });
+    }
+    let manifest = pond_archive::Manifest {
+        format: pond_archive::FORMAT.to_owned(),
+        format_version: pond_archive::FORMAT_VERSION,
+        pond_version: "test".to_owned(),
+        schema_version: 1,
+        created_at: "2026-11-25T00:00:00Z".to_owned(),
+        tables,
+    };
+    let out = root.join("small.pond");
+    let file = std::fs::File::create(&out).unwrap();
+    pond_archive::write_tar(&manifest, root, &file, &out, 0, &mut |_, _| {}).unwrap();
+    std::fs::read(out).unwrap()
 }

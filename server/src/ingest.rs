@@ -2,18 +2,18 @@
 //! by `kind`), grouped by session and applied per session. Each session's substream is checked by
 //! the rules the read faces obey (adapter-integrity-event-ordering, the role allowlists, the model
 //! validator); a session whose `source_agent` or `project` differs from the stored one is refused
-//! (both are denormalized onto its messages, spec 7.6). The sessions that pass are written through
+//! (both are denormalized onto its messages, spec 7.6). Those checks need no store and live in
+//! `pond_canonical::ingest`; this handler looks the stored sessions up and writes. The sessions that pass are written through
 //! the write chokepoint, where rows already stored are left alone: a batch sent twice is a no-op.
 //! Partial success across sessions is normal and reported per session.
 
 use crate::envelope::{Pond, check_version};
 use crate::error::PondError;
 use pond_canonical::event::WireEvent;
-use pond_canonical::{SessionLog, validate};
+use pond_canonical::{SessionLog, ingest};
 pub use pond_store::sessions::Written;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 /// The most events one request may carry.
@@ -83,46 +83,37 @@ pub async fn pond_ingest(pond: &Pond, request: IngestRequest) -> Result<IngestRe
         ));
     }
     // Each session's substream, in batch order, with each event's position in the batch.
-    let mut order: Vec<String> = Vec::new();
-    let mut groups: HashMap<String, Vec<(usize, WireEvent)>> = HashMap::new();
-    for (i, event) in request.events.into_iter().enumerate() {
-        let sid = match &event {
-            WireEvent::Session(s) => s.id.to_string(),
-            WireEvent::Message(m) => m.session_id.to_string(),
-            WireEvent::Part(p) => p.owner().0.to_string(),
-        };
-        groups
-            .entry(sid.clone())
-            .or_insert_with(|| {
-                order.push(sid);
-                Vec::new()
-            })
-            .push((i, event));
-    }
+    let groups = ingest::by_session(request.events);
+    let order: Vec<String> = groups.iter().map(|(sid, _)| sid.clone()).collect();
     let stored = store.sessions_by_id(&order).await?;
     let base = seq_base();
-    let mut results = Vec::with_capacity(order.len());
+    let mut results = Vec::with_capacity(groups.len());
     let mut accepted: Vec<(SessionLog, Vec<i64>)> = Vec::new();
-    for sid in &order {
-        let events = groups.remove(sid).unwrap_or_default();
+    for (sid, events) in groups {
         let count = events.len() as u64;
-        let reject = |e: PondError| IngestResult {
-            session_id: sid.clone(),
-            status: IngestStatus::Rejected,
-            events: count,
-            error: Some(e),
-        };
-        match check_session(events, stored.get(sid), base) {
-            Ok(entry) => {
-                accepted.push(entry);
+        match ingest::check_session(events, stored.get(&sid)) {
+            Ok((log, positions)) => {
+                accepted.push((log, positions.iter().map(|p| base + *p as i64).collect()));
                 results.push(IngestResult {
-                    session_id: sid.clone(),
+                    session_id: sid,
                     status: IngestStatus::Stored,
                     events: count,
                     error: None,
                 });
             }
-            Err(e) => results.push(reject(e)),
+            Err(refusal) => {
+                let mut error = PondError::invalid("events", refusal.message)
+                    .with("rule", refusal.rule.to_owned());
+                if let Some(field) = refusal.field {
+                    error = error.with("field", field.to_owned());
+                }
+                results.push(IngestResult {
+                    session_id: sid,
+                    status: IngestStatus::Rejected,
+                    events: count,
+                    error: Some(error),
+                });
+            }
         }
     }
     let written = if accepted.is_empty() {
@@ -141,68 +132,6 @@ pub async fn pond_ingest(pond: &Pond, request: IngestRequest) -> Result<IngestRe
         results,
         rows: written,
     })
-}
-
-/// One session's events as a log ready to write, each message with its `seq`; or why not.
-fn check_session(
-    mut events: Vec<(usize, WireEvent)>,
-    stored: Option<&pond_canonical::Session>,
-    base: i64,
-) -> Result<(SessionLog, Vec<i64>), PondError> {
-    let refused = |rule: &str, message: String| {
-        PondError::invalid("events", message).with("rule", rule.to_owned())
-    };
-    match (events.first(), stored) {
-        (Some((_, WireEvent::Session(sent))), Some(stored)) => {
-            // spec 7.6: source_agent and project are immutable once stored.
-            for (field, was, now) in [
-                (
-                    "source_agent",
-                    stored.source_agent.as_str(),
-                    sent.source_agent.as_str(),
-                ),
-                ("project", stored.project.as_str(), sent.project.as_str()),
-            ] {
-                if was != now {
-                    return Err(refused(
-                        "session-immutable-fields",
-                        format!(
-                            "session {}: {field} is {now:?} here but {was:?} in the store; it cannot change once stored (spec 7.6)",
-                            sent.id
-                        ),
-                    )
-                    .with("field", format!("events[].{field}")));
-                }
-            }
-        }
-        (Some((_, WireEvent::Session(_))), None) => {}
-        (_, Some(stored)) => {
-            // A continuation: the session was stored by an earlier batch.
-            events.insert(0, (usize::MAX, WireEvent::Session(stored.clone())));
-        }
-        (Some((i, _)), None) => {
-            return Err(refused(
-                "adapter-integrity-event-ordering",
-                format!("event #{i}: its session is neither in this batch before it nor stored"),
-            ));
-        }
-        (None, None) => unreachable!("a group has at least one event"),
-    }
-    let positions: Vec<usize> = events
-        .iter()
-        .filter(|(_, e)| matches!(e, WireEvent::Message(_)))
-        .map(|(i, _)| *i)
-        .collect();
-    let mut logs = validate::assemble(events.into_iter().map(|(_, e)| e))
-        .map_err(|v| refused(v.rule, v.to_string()))?;
-    let log = logs
-        .pop()
-        .expect("one session's events assemble into one log");
-    if let Some(v) = validate::check_log(&log).into_iter().next() {
-        return Err(refused(v.rule, v.to_string()));
-    }
-    let seqs = positions.iter().map(|p| base + *p as i64).collect();
-    Ok((log, seqs))
 }
 
 /// The first `seq` of a batch: later batches get larger ones, so messages keep the order they

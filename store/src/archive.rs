@@ -7,10 +7,10 @@
 //! version, no index). The manifest names the format and its version, the pond and schema
 //! versions, the time, and per table its row count and per file its path, length and SHA-256.
 //!
-//! An archive is untrusted input. Import unpacks it into a private temporary directory, refusing
-//! any entry that is not a regular file at a plain relative path listed in the manifest with the
-//! listed length and digest, checks every listed file arrived and the archive did not end early,
-//! opens the datasets with Lance and checks they read nothing outside themselves, that every row
+//! An archive is untrusted input. Import unpacks it into a private temporary directory
+//! (`pond_archive::unpack`, the container: it refuses any entry that is not a regular file at a
+//! plain relative path listed in the manifest with the listed length and digest, and checks every
+//! listed file arrived and the archive did not end early), then opens the datasets with Lance and checks they read nothing outside themselves, that every row
 //! fits the table's schema and decodes, and that the row counts are the manifest's; only then
 //! does it write to the store. A fault before that point writes nothing and is an
 //! [`ArchiveError`] naming the entry and what is wrong.
@@ -25,106 +25,30 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use futures::StreamExt;
 use lance::datatypes::BlobHandling;
+pub use pond_archive::{
+    ContainerError, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST, Manifest, TableEntry,
+};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The `format` a manifest names.
-pub const FORMAT: &str = "pond-archive";
-/// The archive layout this pond writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
-/// The first entry of every archive.
-pub const MANIFEST: &str = "manifest.json";
-/// The largest manifest import reads (a corpus of a million files lists in well under this).
-const MAX_MANIFEST_BYTES: u64 = 64 << 20;
-/// The most files an archive may list.
-const MAX_FILES: usize = 200_000;
 /// Rows and bytes per merge on import: a commit's fixed cost is small against it, and memory
 /// stays bounded.
 const MERGE_ROWS: usize = 20_000;
 const MERGE_BYTES: usize = 128 << 20;
 
-/// The manifest: `manifest.json`, the archive's first entry.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct Manifest {
-    /// Always [`FORMAT`].
-    pub format: String,
-    /// [`FORMAT_VERSION`] of the pond that wrote it.
-    pub format_version: u32,
-    /// The version of the pond that wrote it.
-    pub pond_version: String,
-    /// The session datasets' schema version (lance-dataset-schema-version).
-    pub schema_version: u32,
-    /// When it was written (RFC 3339, UTC).
-    pub created_at: String,
-    /// `sessions`, `messages`, `parts`.
-    pub tables: Vec<TableEntry>,
-}
-
-/// One table of an archive.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct TableEntry {
-    pub name: String,
-    pub rows: u64,
-    /// The dataset's files, each under `<name>.lance/`.
-    pub files: Vec<FileEntry>,
-}
-
-/// One file of an archive.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct FileEntry {
-    /// Relative, `/`-separated.
-    pub path: String,
-    pub bytes: u64,
-    /// Lower-case hex.
-    pub sha256: String,
-}
-
-/// Why an archive was not written or not imported. Every variant before [`Store`](Self::Store)
-/// is raised before anything is written to the store.
+/// Why an archive was not written or not imported. Every variant before
+/// [`Dataset`](Self::Dataset) is raised before anything is written to the store, and so is
+/// `Dataset` itself and [`RowCount`](Self::RowCount) on import.
 #[derive(Debug)]
 pub enum ArchiveError {
     /// A local file could not be read or written.
     Io { path: PathBuf, detail: String },
     /// Export refuses to overwrite.
     Exists(PathBuf),
-    /// Not a tar archive, or a damaged tar header.
-    Malformed { detail: String },
-    /// The manifest is missing, unreadable, of another format or version, or inconsistent.
-    Manifest { detail: String },
-    /// An entry's path is absolute, climbs out (`..`), or is otherwise not a plain relative path.
-    UnsafePath { entry: String, reason: &'static str },
-    /// An entry is not a regular file (a symlink, a hard link, a device, a directory, ...).
-    UnsupportedEntry { entry: String, kind: String },
-    /// An entry the manifest does not list.
-    Unlisted { entry: String },
-    /// An entry that occurs twice.
-    Duplicate { entry: String },
-    /// An entry's length differs from the manifest's.
-    SizeMismatch {
-        entry: String,
-        manifest: u64,
-        found: u64,
-    },
-    /// An entry's SHA-256 differs from the manifest's.
-    DigestMismatch {
-        entry: String,
-        manifest: String,
-        found: String,
-    },
-    /// The archive ended before its end: inside `entry`, or between entries.
-    Truncated { entry: Option<String> },
-    /// A file the manifest lists is not in the (complete) archive.
-    Missing { entry: String },
+    /// The container is damaged or not what its manifest says (`pond_archive`).
+    Container(ContainerError),
     /// A table's dataset does not open, does not fit the table's schema, or reads outside itself.
     Dataset { table: String, detail: String },
     /// A table holds another number of rows than the manifest says.
@@ -154,49 +78,8 @@ impl ArchiveError {
                 "{} exists; pond never overwrites an archive",
                 p.display()
             ),
-            Self::Malformed { detail } => {
-                write!(f, "not a readable .pond archive: {detail}")
-            }
-            Self::Manifest { detail } => write!(f, "archive manifest: {detail}"),
-            Self::UnsafePath { entry, reason } => {
-                write!(f, "archive entry {entry:?}: unsafe path ({reason})")
-            }
-            Self::UnsupportedEntry { entry, kind } => write!(
-                f,
-                "archive entry {entry:?} is a {kind}; an archive holds regular files only"
-            ),
-            Self::Unlisted { entry } => {
-                write!(f, "archive entry {entry:?} is not listed in the manifest")
-            }
-            Self::Duplicate { entry } => write!(f, "archive entry {entry:?} occurs twice"),
-            Self::SizeMismatch {
-                entry,
-                manifest,
-                found,
-            } => write!(
-                f,
-                "archive entry {entry:?} has {found} bytes; the manifest says {manifest}"
-            ),
-            Self::DigestMismatch {
-                entry,
-                manifest,
-                found,
-            } => write!(
-                f,
-                "archive entry {entry:?} has SHA-256 {found}; the manifest says {manifest}"
-            ),
-            Self::Truncated { entry: Some(e) } => {
-                write!(f, "the archive is truncated: entry {e:?} ends early")
-            }
-            Self::Truncated { entry: None } => {
-                write!(f, "the archive is truncated: it ends before its end marker")
-            }
-            Self::Missing { entry } => {
-                write!(
-                    f,
-                    "the manifest lists {entry:?}, which the archive does not hold"
-                )
-            }
+            // Already escaped; escaping is idempotent (it leaves no control character).
+            Self::Container(e) => write!(f, "{e}"),
             Self::Dataset { table, detail } => write!(f, "archive table {table}: {detail}"),
             Self::RowCount {
                 table,
@@ -219,10 +102,26 @@ impl From<StoreError> for ArchiveError {
     }
 }
 
+impl From<ContainerError> for ArchiveError {
+    fn from(e: ContainerError) -> Self {
+        Self::Container(e)
+    }
+}
+
 fn io_error(path: &Path) -> impl Fn(std::io::Error) -> ArchiveError + '_ {
     move |e| ArchiveError::Io {
         path: path.to_owned(),
         detail: e.to_string(),
+    }
+}
+
+/// What this pond expects an archive's manifest to name.
+fn expected() -> pond_archive::Expected<'static> {
+    static TABLES: std::sync::LazyLock<[&str; 3]> =
+        std::sync::LazyLock::new(|| schema::all().map(|s| s.name));
+    pond_archive::Expected {
+        schema_version: SCHEMA_VERSION,
+        tables: &*TABLES,
     }
 }
 
@@ -299,10 +198,6 @@ pub struct ImportSummary {
 /// `pond-<UTC time>.pond`: the default archive name.
 pub fn default_name() -> String {
     format!("pond-{}.pond", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Fits a scanned batch to `spec`'s schema: the same columns (no more, no fewer), each of the
@@ -442,7 +337,7 @@ pub async fn export(
                     .map(|c| c.as_os_str().to_string_lossy())
                     .collect::<Vec<_>>()
                     .join("/");
-                let (bytes, sha256) = digest_file(&path)?;
+                let (bytes, sha256) = pond_archive::digest_file(&path)?;
                 files.push(FileEntry {
                     path: rel,
                     bytes,
@@ -484,22 +379,6 @@ fn files_under(root: &Path) -> Result<Vec<PathBuf>, ArchiveError> {
     Ok(out)
 }
 
-fn digest_file(path: &Path) -> Result<(u64, String), ArchiveError> {
-    let mut file = BufReader::new(File::open(path).map_err(io_error(path))?);
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    let mut bytes = 0u64;
-    loop {
-        let n = file.read(&mut buf).map_err(io_error(path))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        bytes += n as u64;
-    }
-    Ok((bytes, hex(&hasher.finalize())))
-}
-
 /// Writes the tar: the manifest, then every file it lists, into a temporary file in `dir` that
 /// becomes `out` only when complete (and only if `out` still does not exist).
 fn pack(
@@ -514,42 +393,24 @@ fn pack(
         .suffix(".partial")
         .tempfile_in(dir)
         .map_err(io_error(dir))?;
-    let total: u64 = manifest
-        .tables
-        .iter()
-        .flat_map(|t| &t.files)
-        .map(|f| f.bytes)
-        .sum();
     let mtime = chrono::Utc::now().timestamp().max(0) as u64;
     let tmp_path = tmp.path().to_owned();
     let io = io_error(&tmp_path);
-    let mut tar = tar::Builder::new(BufWriter::new(tmp.as_file()));
-    let mut append = |path: &str, bytes: u64, data: &mut dyn Read| {
-        let mut header = tar::Header::new_gnu();
-        header.set_entry_type(tar::EntryType::Regular);
-        header.set_size(bytes);
-        header.set_mode(0o644);
-        header.set_mtime(mtime);
-        tar.append_data(&mut header, path, data).map_err(&io)
-    };
-    let text = serde_json::to_vec_pretty(manifest).expect("a manifest serializes");
-    append(MANIFEST, text.len() as u64, &mut text.as_slice())?;
-    let mut done = 0;
-    for f in manifest.tables.iter().flat_map(|t| &t.files) {
-        let path = staging.join(&f.path);
-        let file = File::open(&path).map_err(io_error(&path))?;
-        append(&f.path, f.bytes, &mut BufReader::new(file).take(f.bytes))?;
-        done += f.bytes;
-        progress(Step {
-            phase: Phase::Packing,
-            table: "archive",
-            done,
-            total,
-        });
-    }
-    let mut writer = tar.into_inner().map_err(&io)?;
-    writer.flush().map_err(&io)?;
-    drop(writer);
+    pond_archive::write_tar(
+        manifest,
+        staging,
+        tmp.as_file(),
+        &tmp_path,
+        mtime,
+        &mut |done, total| {
+            progress(Step {
+                phase: Phase::Packing,
+                table: "archive",
+                done,
+                total,
+            })
+        },
+    )?;
     tmp.as_file().sync_all().map_err(&io)?;
     let bytes = tmp.as_file().metadata().map_err(&io)?.len();
     tmp.persist_noclobber(out).map_err(|e| {
@@ -560,272 +421,6 @@ fn pack(
         }
     })?;
     Ok(bytes)
-}
-
-/// Why `path` is not a plain relative path (`a/b/c`, each part a name), if it is not.
-fn unsafe_path(path: &str) -> Option<&'static str> {
-    if path.is_empty() {
-        return Some("empty");
-    }
-    if path.starts_with('/') {
-        return Some("absolute");
-    }
-    if path.contains('\\') || path.contains('\0') {
-        return Some("a backslash or NUL byte");
-    }
-    for part in path.split('/') {
-        match part {
-            "" => return Some("an empty component"),
-            "." => return Some("a `.` component"),
-            ".." => return Some("climbs out with `..`"),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The manifest's promises that can be checked before any entry is read.
-fn check_manifest(manifest: &Manifest) -> Result<(), ArchiveError> {
-    let bad = |detail: String| Err(ArchiveError::Manifest { detail });
-    if manifest.format != FORMAT {
-        return bad(format!("format {:?} is not {FORMAT:?}", manifest.format));
-    }
-    if manifest.format_version != FORMAT_VERSION {
-        return bad(format!(
-            "format version {} (this pond reads {FORMAT_VERSION})",
-            manifest.format_version
-        ));
-    }
-    if manifest.schema_version != SCHEMA_VERSION {
-        return bad(format!(
-            "schema version {} (this pond reads {SCHEMA_VERSION}; import with the pond that wrote it)",
-            manifest.schema_version
-        ));
-    }
-    let names: Vec<&str> = manifest.tables.iter().map(|t| t.name.as_str()).collect();
-    let expected: Vec<&str> = schema::all().iter().map(|s| s.name).collect();
-    if names != expected {
-        return bad(format!("tables {names:?}, expected {expected:?}"));
-    }
-    let mut seen = HashSet::new();
-    for t in &manifest.tables {
-        let prefix = format!("{}.lance/", t.name);
-        for f in &t.files {
-            if let Some(reason) = unsafe_path(&f.path) {
-                return bad(format!("lists {:?}: unsafe path ({reason})", f.path));
-            }
-            if !f.path.starts_with(&prefix) {
-                return bad(format!("lists {:?} under table {}", f.path, t.name));
-            }
-            if !seen.insert(f.path.as_str()) {
-                return bad(format!("lists {:?} twice", f.path));
-            }
-            if f.sha256.len() != 64
-                || !f
-                    .sha256
-                    .bytes()
-                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-            {
-                return bad(format!("{:?} has no SHA-256 ({:?})", f.path, f.sha256));
-            }
-        }
-    }
-    if seen.len() > MAX_FILES {
-        return bad(format!("lists {} files (at most {MAX_FILES})", seen.len()));
-    }
-    Ok(())
-}
-
-/// A reader that remembers whether it hit the end of its input.
-struct EofTracking<R> {
-    inner: R,
-    eof: Arc<AtomicBool>,
-}
-
-impl<R: Read> Read for EofTracking<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if n == 0 && !buf.is_empty() {
-            self.eof.store(true, Ordering::Relaxed);
-        }
-        Ok(n)
-    }
-}
-
-fn kind_name(kind: tar::EntryType) -> String {
-    match kind {
-        tar::EntryType::Symlink => "symlink".into(),
-        tar::EntryType::Link => "hard link".into(),
-        tar::EntryType::Char => "character device".into(),
-        tar::EntryType::Block => "block device".into(),
-        tar::EntryType::Directory => "directory".into(),
-        tar::EntryType::Fifo => "FIFO".into(),
-        other => format!("tar entry of type {:?}", other.as_byte() as char),
-    }
-}
-
-/// Unpacks `archive` into the empty directory `dest`, checking every entry against the
-/// manifest (module docs). Returns the manifest.
-fn unpack(archive: &Path, dest: &Path, progress: Progress<'_>) -> Result<Manifest, ArchiveError> {
-    let file = File::open(archive).map_err(io_error(archive))?;
-    let archive_bytes = file.metadata().map_err(io_error(archive))?.len();
-    let eof = Arc::new(AtomicBool::new(false));
-    let ended = || eof.load(Ordering::Relaxed);
-    let mut tar = tar::Archive::new(EofTracking {
-        inner: BufReader::new(file),
-        eof: eof.clone(),
-    });
-    let damaged = |e: std::io::Error, entry: Option<&str>| {
-        if ended() {
-            ArchiveError::Truncated {
-                entry: entry.map(str::to_owned),
-            }
-        } else {
-            ArchiveError::Malformed {
-                detail: e.to_string(),
-            }
-        }
-    };
-    let mut entries = tar.entries().map_err(|e| damaged(e, None))?;
-
-    // The manifest comes first.
-    let mut first = match entries.next() {
-        Some(Ok(e)) => e,
-        Some(Err(e)) => return Err(damaged(e, None)),
-        None if ended() && archive_bytes > 0 => {
-            return Err(ArchiveError::Truncated { entry: None });
-        }
-        None => {
-            return Err(ArchiveError::Manifest {
-                detail: "the archive is empty".into(),
-            });
-        }
-    };
-    let first_path = String::from_utf8_lossy(&first.path_bytes()).into_owned();
-    if first_path != MANIFEST || first.header().entry_type() != tar::EntryType::Regular {
-        return Err(ArchiveError::Manifest {
-            detail: format!("the first entry is {first_path:?}, not the file {MANIFEST}"),
-        });
-    }
-    if first.size() > MAX_MANIFEST_BYTES {
-        return Err(ArchiveError::Manifest {
-            detail: format!("{} bytes (at most {MAX_MANIFEST_BYTES})", first.size()),
-        });
-    }
-    let mut text = Vec::new();
-    first
-        .read_to_end(&mut text)
-        .map_err(|e| damaged(e, Some(MANIFEST)))?;
-    if (text.len() as u64) < first.size() {
-        return Err(ArchiveError::Truncated {
-            entry: Some(MANIFEST.into()),
-        });
-    }
-    drop(first);
-    let manifest: Manifest = serde_json::from_slice(&text).map_err(|e| ArchiveError::Manifest {
-        detail: e.to_string(),
-    })?;
-    check_manifest(&manifest)?;
-    let mut listed: BTreeMap<&str, &FileEntry> = manifest
-        .tables
-        .iter()
-        .flat_map(|t| &t.files)
-        .map(|f| (f.path.as_str(), f))
-        .collect();
-    let total: u64 = listed.values().map(|f| f.bytes).sum();
-    let mut seen = HashSet::new();
-    let mut done = 0;
-    let mut buf = vec![0u8; 1 << 16];
-
-    for entry in entries {
-        let mut entry = entry.map_err(|e| damaged(e, None))?;
-        let path = String::from_utf8(entry.path_bytes().into_owned()).map_err(|e| {
-            ArchiveError::UnsafePath {
-                entry: String::from_utf8_lossy(e.as_bytes()).into_owned(),
-                reason: "not UTF-8",
-            }
-        })?;
-        if let Some(reason) = unsafe_path(&path) {
-            return Err(ArchiveError::UnsafePath {
-                entry: path,
-                reason,
-            });
-        }
-        let kind = entry.header().entry_type();
-        if kind != tar::EntryType::Regular {
-            return Err(ArchiveError::UnsupportedEntry {
-                entry: path,
-                kind: kind_name(kind),
-            });
-        }
-        let Some(want) = listed.remove(path.as_str()) else {
-            return Err(if seen.contains(&path) || path == MANIFEST {
-                ArchiveError::Duplicate { entry: path }
-            } else {
-                ArchiveError::Unlisted { entry: path }
-            });
-        };
-        if entry.size() != want.bytes {
-            return Err(ArchiveError::SizeMismatch {
-                entry: path,
-                manifest: want.bytes,
-                found: entry.size(),
-            });
-        }
-        // Every component of `path` is a plain name and `dest` is a fresh private directory,
-        // so this stays inside it.
-        let target = dest.join(&path);
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(io_error(parent))?;
-        }
-        let mut out = BufWriter::new(
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&target)
-                .map_err(io_error(&target))?,
-        );
-        let mut hasher = Sha256::new();
-        let mut got = 0u64;
-        loop {
-            let n = entry.read(&mut buf).map_err(|e| damaged(e, Some(&path)))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-            out.write_all(&buf[..n]).map_err(io_error(&target))?;
-            got += n as u64;
-            done += n as u64;
-            progress(Step {
-                phase: Phase::Unpacking,
-                table: "archive",
-                done,
-                total,
-            });
-        }
-        out.flush().map_err(io_error(&target))?;
-        if got < want.bytes {
-            return Err(ArchiveError::Truncated { entry: Some(path) });
-        }
-        let found = hex(&hasher.finalize());
-        if found != want.sha256 {
-            return Err(ArchiveError::DigestMismatch {
-                entry: path,
-                manifest: want.sha256.clone(),
-                found,
-            });
-        }
-        seen.insert(path);
-    }
-    if ended() {
-        return Err(ArchiveError::Truncated { entry: None });
-    }
-    if let Some(path) = listed.keys().next() {
-        return Err(ArchiveError::Missing {
-            entry: (*path).to_owned(),
-        });
-    }
-    Ok(manifest)
 }
 
 /// Why a table's blob column may point outside the dataset (external or managed blobs), if so.
@@ -949,7 +544,16 @@ pub async fn import(
         .prefix("pond-import-")
         .tempdir_in(&tmp)
         .map_err(io_error(&tmp))?;
-    let manifest = tokio::task::block_in_place(|| unpack(path, work.path(), progress))?;
+    let manifest = tokio::task::block_in_place(|| {
+        pond_archive::unpack(path, work.path(), &expected(), &mut |done, total| {
+            progress(Step {
+                phase: Phase::Unpacking,
+                table: "archive",
+                done,
+                total,
+            })
+        })
+    })?;
     let snapshot = Substrate::new(&work.path().display().to_string(), Default::default());
     check_datasets(&snapshot, &manifest, progress).await?;
 

@@ -3,7 +3,7 @@
 //! inserts nothing, and every kind of bad archive is its typed error with the target untouched.
 
 use pond_codecs::registry;
-use pond_store::archive::{self, ArchiveError, Manifest};
+use pond_store::archive::{self, ArchiveError, ContainerError, Manifest};
 use pond_store::sessions::SessionStore;
 use std::path::{Path, PathBuf};
 
@@ -305,25 +305,43 @@ async fn bad_archives_are_typed_errors_and_write_nothing() {
                 .expect_err(&format!("{name}: accepted"));
             let ok = match *name {
                 "dotdot" | "nested-dotdot" | "absolute" => {
-                    matches!(&err, ArchiveError::UnsafePath { .. })
+                    matches!(
+                        &err,
+                        ArchiveError::Container(ContainerError::UnsafePath { .. })
+                    )
                 }
                 "symlink" | "hardlink" | "device" => {
-                    matches!(&err, ArchiveError::UnsupportedEntry { .. })
+                    matches!(
+                        &err,
+                        ArchiveError::Container(ContainerError::UnsupportedEntry { .. })
+                    )
                 }
                 "unlisted" => {
-                    matches!(&err, ArchiveError::Unlisted { entry } if entry == "sessions.lance/extra.bin")
+                    matches!(&err, ArchiveError::Container(ContainerError::Unlisted { entry }) if entry == "sessions.lance/extra.bin")
                 }
                 "row-count" => {
                     matches!(&err, ArchiveError::RowCount { table, .. } if table == "messages")
                 }
-                "digest" => matches!(&err, ArchiveError::DigestMismatch { .. }),
-                "size" => matches!(&err, ArchiveError::SizeMismatch { .. }),
+                "digest" => matches!(
+                    &err,
+                    ArchiveError::Container(ContainerError::DigestMismatch { .. })
+                ),
+                "size" => matches!(
+                    &err,
+                    ArchiveError::Container(ContainerError::SizeMismatch { .. })
+                ),
                 "missing" => {
-                    matches!(&err, ArchiveError::Missing { entry } if entry.ends_with("ghost.lance"))
+                    matches!(&err, ArchiveError::Container(ContainerError::Missing { entry }) if entry.ends_with("ghost.lance"))
                 }
-                "dropped" => matches!(&err, ArchiveError::Missing { .. }),
+                "dropped" => matches!(
+                    &err,
+                    ArchiveError::Container(ContainerError::Missing { .. })
+                ),
                 "manifest-path" | "schema-version" | "manifest-not-first" => {
-                    matches!(&err, ArchiveError::Manifest { .. })
+                    matches!(
+                        &err,
+                        ArchiveError::Container(ContainerError::Manifest { .. })
+                    )
                 }
                 _ => unreachable!(),
             };
@@ -354,9 +372,18 @@ async fn bad_archives_are_typed_errors_and_write_nothing() {
     ] {
         let err = import(&a, path).await.expect_err("accepted");
         let ok = match want {
-            "truncated" => matches!(err, ArchiveError::Truncated { .. }),
-            "manifest" => matches!(err, ArchiveError::Manifest { .. }),
-            _ => matches!(err, ArchiveError::Malformed { .. }),
+            "truncated" => matches!(
+                err,
+                ArchiveError::Container(ContainerError::Truncated { .. })
+            ),
+            "manifest" => matches!(
+                err,
+                ArchiveError::Container(ContainerError::Manifest { .. })
+            ),
+            _ => matches!(
+                err,
+                ArchiveError::Container(ContainerError::Malformed { .. })
+            ),
         };
         assert!(ok, "{}: {err:?}", path.display());
     }
