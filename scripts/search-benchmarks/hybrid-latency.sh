@@ -7,6 +7,8 @@
 # docs/benchmarks.md, "Embedding throughput"); update-indexes trains the IVF_PQ; then every
 # query runs through pond_search as a pond with the tiny model configured (3 timed passes).
 #
+# Last, the IVF_PQ's recall@10 against the flat scan (vector_recall.py) on 100 of the queries.
+#
 # usage: scripts/search-benchmarks/hybrid-latency.sh WORKDIR
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,3 +33,11 @@ echo "== warm hybrid: pond_search in one process, store held open (3 passes afte
 /usr/bin/time -v "$bin/examples/search_bench" "$work/store" "$work/queries.jsonl" --runs 3 \
   --model "$model" --models "$work/models" 2> "$work/hybrid.err" || true
 grep -E "^(all|with|no) |Maximum resident|Elapsed" "$work/hybrid.err"
+echo "== IVF_PQ recall@10 against the flat scan: the vector arm's sessions, the first 100 queries"
+head -100 "$work/queries.jsonl" > "$work/queries-100.jsonl"
+for mode in ivf flat; do
+  extra=(); [ $mode = flat ] && extra=(--exact-vectors)
+  "$bin/examples/search_bench" "$work/store" "$work/queries-100.jsonl" --runs 0 \
+    --model "$model" --models "$work/models" --arms "$work/arms-$mode.jsonl" "${extra[@]}" 2> "$work/recall-$mode.err" || true
+done
+python3 scripts/search-benchmarks/vector_recall.py "$work/arms-ivf.jsonl" "$work/arms-flat.jsonl"
