@@ -491,6 +491,19 @@ async fn the_embed_stage_fills_each_text_once_and_hybrid_search_fuses_both_arms(
     let a = tiny_model(&models, "tiny-a", 1);
     let before = canonical(&store).await;
     assert_eq!(before.len(), 120);
+    store.update_indexes().await.unwrap();
+    let coverage = async || {
+        let mut c: Vec<(String, u64, u64)> = store
+            .index_status()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.name.to_owned(), s.indexed_rows, s.unindexed_rows))
+            .collect();
+        c.sort();
+        c
+    };
+    let indexed = coverage().await;
 
     // Before any vector, a query with a vector searches full-text.
     let text = hybrid_text(4, 3);
@@ -518,6 +531,28 @@ async fn the_embed_stage_fills_each_text_once_and_hybrid_search_fuses_both_arms(
         canonical(&store).await,
         before,
         "the embed stage changed a message"
+    );
+    // The vectors were patched into the rows where they are: every index of another column
+    // still covers every message (a rewrite of whole rows would leave them covering none).
+    let after: Vec<_> = coverage()
+        .await
+        .into_iter()
+        .filter(|(name, ..)| !name.contains("embedding_model"))
+        .collect();
+    let before_embed: Vec<_> = indexed
+        .iter()
+        .filter(|(name, ..)| !name.contains("embedding_model"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        after, before_embed,
+        "the embed stage moved rows out of the indexes"
+    );
+    assert!(
+        after
+            .iter()
+            .any(|(n, i, u)| n.contains("fts") && *i == 120 && *u == 0),
+        "{after:?}"
     );
     let again = embed(&store, a.clone(), small, &mut |_, _| {})
         .await

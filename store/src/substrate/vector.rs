@@ -9,7 +9,7 @@
 use super::{MergeOutcome, StoreError, Substrate, TableSpec};
 use arrow_array::{Float32Array, RecordBatch};
 use lance::dataset::scanner::Scanner;
-use lance::dataset::{WhenMatched, WhenNotMatched};
+use lance::dataset::{MergeInsertWriteMode, WhenMatched, WhenNotMatched};
 use lance::index::DatasetIndexExt;
 
 /// A nearest-neighbour query: the `limit` rows whose `column` is closest to `query` by cosine
@@ -115,10 +115,17 @@ impl Substrate {
     /// lance-chokepoints-write, the conditional form: for every row of `batches` whose primary
     /// key is stored and for which `condition` holds (SQL over `source.` and `target.` columns),
     /// the columns the batches carry are written over the stored ones; every other column of
-    /// the row is left as it is (Lance patches the given columns in place, a new version), and
-    /// keys not stored are ignored: nothing is inserted. Returns the rows updated in
-    /// [`MergeOutcome::inserted`] (written) and the rest in `present` (left alone). Indexes are
-    /// never folded here; Lance drops the coverage of an index on a patched column.
+    /// the row is left as it is, and keys not stored are ignored: nothing is inserted. Returns
+    /// the rows updated in [`MergeOutcome::inserted`] (written) and the rest in `present` (left
+    /// alone).
+    ///
+    /// The columns are patched in place (`MergeInsertWriteMode::RewriteColumns`): each fragment
+    /// holding an updated row gets a new file of the given columns, and no row moves. Lance's
+    /// default rewrites every matched row whole into new fragments, which copies every other
+    /// column (the text) and leaves every index of the table covering none of the moved rows
+    /// until they are folded in again: after a first embed, full-text search fell back to flat
+    /// scans (docs/decisions.md, "Hybrid search"). Only indexes on the patched columns lose the
+    /// coverage of the touched fragments; they are never folded here.
     pub async fn merge_update(
         &self,
         spec: &TableSpec,
@@ -132,7 +139,8 @@ impl Substrate {
         let (stats, attempts) = self
             .merge(spec, batches, false, |b, ds| {
                 b.when_matched(WhenMatched::update_if(ds, condition)?)
-                    .when_not_matched(WhenNotMatched::DoNothing);
+                    .when_not_matched(WhenNotMatched::DoNothing)
+                    .write_mode(MergeInsertWriteMode::RewriteColumns);
                 Ok(())
             })
             .await?;
