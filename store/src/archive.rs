@@ -28,7 +28,7 @@ use lance::datatypes::BlobHandling;
 pub use pond_archive::{
     ContainerError, FORMAT, FORMAT_VERSION, FileEntry, MANIFEST, Manifest, TableEntry,
 };
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
