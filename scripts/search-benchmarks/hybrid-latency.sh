@@ -21,10 +21,11 @@ model=tiny-384
 [ -f "$work/models/$model/pond-model.json" ] || "$bin/examples/tiny_model" "$work/models" "$model" >&2
 printf '[embedding]\nmodel = "%s"\nmodels = "%s"\n' "$model" "$work/models" > "$work/config.toml"
 export POND_CONFIG="$work/config.toml"
-echo "== embed stage (tiny model) over every message"
+echo "== embed stage (tiny model) over every message; messages.lance before: $(du -sh "$work/store/messages.lance" | cut -f1)"
 /usr/bin/time -v "$bin/pond" sync --data "$work/store" --only embed --json > "$work/embed.json" 2> "$work/embed.time"
 python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["embed"]; print(f"embedded {e[\"embedded\"]} of {e[\"backlog\"]} in {e[\"seconds\"]:.0f} s = {e[\"embedded\"]/max(e[\"seconds\"],1e-9):,.0f} msg/s, {e[\"commits\"]} commits")' "$work/embed.json"
 grep -E "Elapsed|Maximum resident" "$work/embed.time"
+echo "messages.lance after: $(du -sh "$work/store/messages.lance" | cut -f1) (every version kept)"
 echo "== update-indexes: the IVF_PQ"
 /usr/bin/time -v "$bin/pond" sync --data "$work/store" --only update-indexes --json > "$work/ivf.json" 2> "$work/ivf.time"
 python3 -c 'import json,sys; [print(u["index"], u["action"], round(u["seconds"],1), "s") for u in json.load(open(sys.argv[1]))["update_indexes"]["indexes"]]' "$work/ivf.json"
