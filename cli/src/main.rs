@@ -194,7 +194,7 @@ fn end_quietly_on_a_closed_pipe() {
     }
 }
 
-/// The verbs that write the store return freed memory to the system at once. mimalloc's default
+/// The verbs that write the store, and the server, return freed memory to the system at once. mimalloc's default
 /// keeps freed pages a while for reuse; under Lance's merges (large Arrow buffers, many
 /// threads) those kept pages were about a third of `pond sync`'s peak RSS and grew with the
 /// store: 1,004 MiB at 8M messages, 691 MiB with freed pages returned at once, for about 12%
@@ -251,7 +251,13 @@ fn main() -> ExitCode {
         #[cfg(feature = "store")]
         Command::Search(args) => search_cmd::run(args, cli.json),
         #[cfg(feature = "store")]
-        Command::Serve(args) => serve_cmd::serve(args, cli.json),
+        Command::Serve(args) => {
+            // A long-lived server: under concurrent searches Lance runs hundreds of threads,
+            // and the pages each keeps for reuse held a 64-connection load's peak RSS at 11 GiB
+            // (3 GiB returned at once; docs/benchmarks.md, "HTTP load").
+            return_freed_memory_at_once();
+            serve_cmd::serve(args, cli.json)
+        }
         #[cfg(feature = "store")]
         Command::Mcp(args) => serve_cmd::mcp(args, cli.json),
         #[cfg(feature = "store")]
