@@ -565,8 +565,8 @@ async fn the_embed_stage_fills_each_text_once_and_hybrid_search_fuses_both_arms(
     let o = store.search(&q).await.unwrap();
     assert_eq!(o.mode, SearchMode::Hybrid);
     let arms: Vec<&str> = o.trace.arms.iter().map(|a| a.name).collect();
-    // No update-indexes yet: the full-text arm reads every row.
-    assert_eq!(arms, [pond_store::search::FULL_TEXT_SCAN, "vector"]);
+    // The full-text index built before the embed stage still covers every row: the indexed arm.
+    assert_eq!(arms, ["full_text", "vector"]);
     let vector_arm = &o.trace.arms[1];
     assert_eq!(vector_arm.sessions[0].0, "h004", "{vector_arm:?}");
     assert!((vector_arm.max - 1.0).abs() < 1e-3, "{vector_arm:?}");
