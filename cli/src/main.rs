@@ -253,8 +253,8 @@ fn main() -> ExitCode {
         #[cfg(feature = "store")]
         Command::Serve(args) => {
             // A long-lived server: under concurrent searches Lance runs hundreds of threads,
-            // and the pages each keeps for reuse held a 64-connection load's peak RSS at 11 GiB
-            // (3 GiB returned at once; docs/benchmarks.md, "HTTP load").
+            // and the pages each keeps for reuse held a 64-connection load's peak RSS at 10.9 GiB
+            // (5.7 GiB returned at once; docs/benchmarks.md, "HTTP load").
             return_freed_memory_at_once();
             serve_cmd::serve(args, cli.json)
         }
