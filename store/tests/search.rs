@@ -637,13 +637,19 @@ async fn the_vector_index_is_trained_at_its_threshold_and_dropped_on_a_model_swa
     let vector_update = |updates: Vec<pond_store::sessions::IndexUpdate>| {
         updates.into_iter().find(|u| u.index == VECTOR_INDEX.name)
     };
-    // Embeddings off: the vector index is not part of maintenance.
+    // Embeddings off: the vector index is not part of maintenance. The scalar indexes exist
+    // before the first vector, as in a store synced before embeddings were configured.
     assert!(vector_update(store.update_indexes().await.unwrap()).is_none());
 
     embed(&store, a.clone(), EmbedOptions::default(), &mut |_, _| {})
         .await
         .unwrap();
+    // Every vector is counted under its model, before and after the fold of the bitmap on
+    // embedding_model (Lance 14's bitmap answered `IS NOT NULL` with no row after that fold).
+    let all = BTreeMap::from([("tiny-a".to_owned(), 360)]);
+    assert_eq!(store.embedding_models().await.unwrap(), all);
     let built = vector_update(store.update_indexes().await.unwrap()).unwrap();
+    assert_eq!(store.embedding_models().await.unwrap(), all);
     assert_eq!(built.action, IndexAction::Created, "{built:?}");
     let config = |k| {
         store
