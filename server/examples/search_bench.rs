@@ -21,8 +21,10 @@
 //! unfiltered. `--out` writes the last pass's results as `{"qid", "sessions": [ids, best first]}`,
 //! the run format `../shared/searchbench/score_run.py` reads.
 
-/// The allocator of the `pond` binary, so the driver measures what `pond serve` runs (with the
-/// system allocator, malloc and free were 14% of a search's CPU).
+/// The allocator of the `pond` binary, so the driver measures what `pond serve` runs; run it
+/// with `MIMALLOC_PURGE_DELAY=0`, as `pond serve` sets it. Measured on one store, this allocator
+/// makes a search slower and larger than the system allocator does (docs/benchmarks.md, "Search
+/// latency at 1M messages"): the figure is the server's, not the best the search code can do.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

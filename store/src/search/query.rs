@@ -15,7 +15,7 @@ use crate::substrate::TextAnalyzer;
 
 /// The most postings the recall step's terms may hold together. Lance's cost for a term query
 /// grows with its posting list, whatever the limit and the filter; this bounds the step's work
-/// for any corpus. Measured in docs/benchmarks.md ("Search latency"); a corpus smaller than this
+/// for any corpus. Measured in docs/benchmarks.md ("Search latency at 1M messages"); a corpus smaller than this
 /// is searched with every 3-gram of the query.
 pub const RECALL_POSTINGS_BUDGET: u64 = 120_000;
 
