@@ -4,7 +4,7 @@
 //! string, across spaces too (search-language-neutral-index). Ranked all together, those grams
 //! are the query's BM25 score; but asking Lance for all of them costs in proportion to the
 //! postings of every gram, and the common ones ("the", "ing", " th") hold most of the corpus:
-//! at a million messages that is seconds per query (docs/benchmarks.md, "Search latency").
+//! at a million messages that is seconds per query (docs/benchmarks.md, "Search latency at 1M messages").
 //! So the search runs in two steps (docs/decisions.md, "Full-text search in two steps"):
 //! - **recall**: Lance ranks the rows that hold the query's rarest 3-grams, chosen here under a
 //!   budget of postings ([`recall_terms`]); a 3-character string is exactly one term of the
