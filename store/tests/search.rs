@@ -724,3 +724,148 @@ async fn the_vector_index_is_trained_at_its_threshold_and_dropped_on_a_model_swa
         Some("tiny-b")
     );
 }
+
+/// A model that fails after `ok` calls: the embed stage stops part way, as a killed run does.
+struct FailsAfter {
+    inner: Arc<dyn Embedder>,
+    ok: std::sync::atomic::AtomicUsize,
+}
+
+impl Embedder for FailsAfter {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+    fn max_tokens(&self) -> usize {
+        self.inner.max_tokens()
+    }
+    fn embed(
+        &self,
+        texts: &[&str],
+        kind: pond_embed::TextKind,
+    ) -> Result<Vec<Vec<f32>>, pond_embed::EmbedError> {
+        use std::sync::atomic::Ordering;
+        if self.ok.fetch_sub(1, Ordering::SeqCst) == 0 {
+            self.ok.store(0, Ordering::SeqCst);
+            return Err(pond_embed::EmbedError::Inference {
+                model: self.model_id().to_owned(),
+                detail: "stopped by the test".to_owned(),
+            });
+        }
+        self.inner.embed(texts, kind)
+    }
+}
+
+/// What a scan of every row says: messages per model, and messages without a vector.
+async fn models_by_scan(store: &SessionStore) -> (BTreeMap<String, u64>, u64) {
+    let ds = store
+        .substrate()
+        .dataset(&pond_store::sessions::schema::MESSAGES)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut scan = ds.scan();
+    scan.project(&["embedding_model"]).unwrap();
+    scan.use_scalar_index(false);
+    let batches: Vec<_> = futures::TryStreamExt::try_collect(scan.try_into_stream().await.unwrap())
+        .await
+        .unwrap();
+    let (mut models, mut nulls) = (BTreeMap::new(), 0);
+    for b in &batches {
+        let col = b.column(0);
+        for i in 0..b.num_rows() {
+            match arrow_array::Array::is_null(col.as_ref(), i) {
+                true => nulls += 1,
+                false => {
+                    let m = col
+                        .as_any()
+                        .downcast_ref::<arrow_array::StringArray>()
+                        .unwrap();
+                    *models.entry(m.value(i).to_owned()).or_insert(0) += 1;
+                }
+            }
+        }
+    }
+    (models, nulls)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_embed_over_indexed_fragments_is_counted_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = VectorSettings {
+        index_threshold: 100,
+        ..VectorSettings::default()
+    };
+    let store = hybrid_store(dir.path(), 36, settings).await;
+    // A second sync: a second fragment, which the interrupted run below never reaches.
+    let corpus = Corpus::new(&dir.path().join("src"));
+    for s in 36..48 {
+        let texts: Vec<String> = (0..10).map(|m| hybrid_text(s, m)).collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        corpus.session(
+            "/work/h9",
+            &format!("h{s:03}"),
+            None,
+            "2026-04-02T10:00:00Z",
+            &refs,
+        );
+    }
+    corpus.sync(&store).await;
+    // The scalar indexes exist before the first vector (a store synced before embeddings).
+    store.update_indexes().await.unwrap();
+    let models = dir.path().join("models");
+    let a = tiny_model(&models, "tiny-a", 1);
+    let stopping: Arc<dyn Embedder> = Arc::new(FailsAfter {
+        inner: a.clone(),
+        ok: std::sync::atomic::AtomicUsize::new(9),
+    });
+    let opts = EmbedOptions {
+        batch: 16,
+        chunk: 16,
+        ..EmbedOptions::default()
+    };
+    assert!(embed(&store, stopping, opts, &mut |_, _| {}).await.is_err());
+    let (by_scan, nulls) = models_by_scan(&store).await;
+    assert_eq!(by_scan.get("tiny-a"), Some(&144), "{by_scan:?}");
+    assert_eq!(store.embedding_models().await.unwrap(), by_scan);
+    // update-indexes over the patched fragment: every count still equals the column's.
+    store.update_indexes().await.unwrap();
+    assert_eq!(
+        store.embedding_models().await.unwrap(),
+        by_scan,
+        "after update-indexes"
+    );
+    assert_eq!(store.embedded_under("tiny-a").await.unwrap(), 144);
+    let null = Some("embedding_model IS NULL");
+    let messages = &pond_store::sessions::schema::MESSAGES;
+    assert_eq!(
+        store.substrate().count(messages, null).await.unwrap(),
+        nulls
+    );
+    // The next run walks exactly the rest.
+    let rest = embed(&store, a.clone(), opts, &mut |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!((rest.backlog, rest.embedded), (336, 336), "{rest:?}");
+    let (by_scan, nulls) = models_by_scan(&store).await;
+    assert_eq!((by_scan.get("tiny-a"), nulls), (Some(&480), 0));
+    store.update_indexes().await.unwrap();
+    assert_eq!(store.embedding_models().await.unwrap(), by_scan);
+    assert_eq!(store.substrate().count(messages, null).await.unwrap(), 0);
+    // Another model over every row: no row is counted under the one it replaced.
+    let b = tiny_model(&models, "tiny-b", 2);
+    let force = EmbedOptions {
+        force: true,
+        ..opts
+    };
+    embed(&store, b, force, &mut |_, _| {}).await.unwrap();
+    store.update_indexes().await.unwrap();
+    assert_eq!(store.embedded_under("tiny-a").await.unwrap(), 0);
+    assert_eq!(store.embedded_under("tiny-b").await.unwrap(), 480);
+    assert_eq!(
+        store.embedding_models().await.unwrap(),
+        BTreeMap::from([("tiny-b".to_owned(), 480)])
+    );
+}

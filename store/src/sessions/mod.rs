@@ -170,12 +170,16 @@ impl SessionStore {
         Ok(n)
     }
 
-    /// Messages with a vector, per model that made it.
+    /// Messages with a vector, per model that made it. Read from the column itself, not
+    /// through the bitmap on `embedding_model`: this count decides whether the vector index is
+    /// trained, and a bitmap folded over patched fragments (by a pond before the bitmap was
+    /// rebuilt instead, `IndexKind::BitmapRebuilt`) answered `IS NOT NULL` with no row.
     pub async fn embedding_models(&self) -> Result<BTreeMap<String, u64>, StoreError> {
         self.substrate
             .scan_fold(
                 &schema::MESSAGES,
                 |s| {
+                    s.use_scalar_index(false);
                     s.filter("embedding_model IS NOT NULL")?;
                     s.project(&["embedding_model"])?;
                     Ok(())

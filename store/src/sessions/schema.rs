@@ -185,8 +185,9 @@ pub const VECTOR_INDEX_MODEL_KEY: &str = "pond.vector_index.model";
 /// (search-prefilter-pushdown): `project` (a BTree: equality and prefix), `source_agent` and
 /// `role` (bitmaps: a few distinct values), `timestamp` (a BTree: ranges), `session_id` (a
 /// BTree, which also serves the per-session reads of `pond get` and `pond restore`); and a BTree
-/// on `parts.session_id` for those reads; and `embedding_model` (a bitmap: the vector arm's
-/// prefilter names the model whose vectors it compares).
+/// on `parts.session_id` for those reads; and `embedding_model` (a bitmap, rebuilt rather than
+/// folded because the embed stage patches the column in place: the vector arm's prefilter
+/// names the model whose vectors it compares).
 pub fn indexes() -> [(&'static TableSpec, IndexSpec); 8] {
     let scalar = |name, column, kind| IndexSpec { name, column, kind };
     [
@@ -216,7 +217,7 @@ pub fn indexes() -> [(&'static TableSpec, IndexSpec); 8] {
             scalar(
                 "messages_embedding_model",
                 "embedding_model",
-                IndexKind::Bitmap,
+                IndexKind::BitmapRebuilt,
             ),
         ),
         (

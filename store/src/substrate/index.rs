@@ -3,7 +3,8 @@
 //!
 //! The fold follows the index family, as the spec's table says: a BTree is rebuilt from scratch
 //! (`create_index(replace=true)`), a bitmap and an inverted (full-text) index are folded
-//! incrementally (`optimize_indices(append)`). An index that already covers every row is left
+//! incrementally (`optimize_indices(append)`), except the bitmap of a column patched in place,
+//! which is rebuilt ([`IndexKind::BitmapRebuilt`]). An index that already covers every row is left
 //! alone: merges only ever add fragments, so "no unindexed rows" means no write touched its
 //! column since.
 
@@ -23,6 +24,12 @@ pub enum IndexKind {
     BTree,
     /// A scalar bitmap: equality on a column of few distinct values.
     Bitmap,
+    /// A bitmap over a column that writes patch in place (`embedding_model`, which the embed
+    /// stage patches column-wise): rebuilt from scratch, never folded. Lance 14 answers
+    /// `IS NULL` and `IS NOT NULL` wrong from a folded bitmap whose older segment covered a
+    /// fragment patched since (every row null, or none; store/tests/search.rs,
+    /// `an_interrupted_embed_over_indexed_fragments_is_counted_exactly`).
+    BitmapRebuilt,
     /// A BM25 inverted index over character n-grams of `min..=max` characters, the same for every
     /// language (search-language-neutral-index).
     Ngram { min: u32, max: u32 },
@@ -36,7 +43,7 @@ impl IndexKind {
     fn name(self) -> &'static str {
         match self {
             Self::BTree => "btree",
-            Self::Bitmap => "bitmap",
+            Self::Bitmap | Self::BitmapRebuilt => "bitmap",
             Self::Ngram { .. } => "inverted_ngram",
             Self::IvfPq { .. } => "ivf_pq",
         }
@@ -56,7 +63,7 @@ impl IndexKind {
                     .ngram_prefix_only(false)
                     .max_token_length(None),
             ),
-            Self::BTree | Self::Bitmap | Self::IvfPq { .. } => None,
+            Self::BTree | Self::Bitmap | Self::BitmapRebuilt | Self::IvfPq { .. } => None,
         }
     }
 }
@@ -81,7 +88,7 @@ pub enum IndexAction {
     Current,
     /// Built for the first time.
     Created,
-    /// Rebuilt from scratch (BTree).
+    /// Rebuilt from scratch (BTree, and the bitmap of a column patched in place).
     Rebuilt,
     /// New rows folded in (bitmap, inverted, IVF_PQ).
     Folded,
@@ -119,7 +126,7 @@ impl Substrate {
             return Ok(None);
         };
         let (indexed_rows, unindexed_rows, exists) = match coverage(self, spec, &ds, index).await? {
-            Some((i, u)) => (i, u, true),
+            Some((i, u, _)) => (i, u, true),
             None => {
                 let rows = self.retry.run(spec.name, || ds.count_rows(None)).await? as u64;
                 (0, rows, false)
@@ -146,9 +153,14 @@ impl Substrate {
             return Ok(IndexAction::NoTable);
         };
         let existing = coverage(self, spec, &ds, index).await?;
-        if let Some((_, 0)) = existing {
-            return Ok(IndexAction::Current);
+        match existing {
+            // A rebuilt bitmap folded by an earlier pond has segments to merge into one.
+            Some((_, 0, segments)) if index.kind != IndexKind::BitmapRebuilt || segments == 1 => {
+                return Ok(IndexAction::Current);
+            }
+            _ => {}
         }
+        let existing = existing.map(|(indexed, unindexed, _)| (indexed, unindexed));
         let mut vectors = 0;
         if let IndexKind::IvfPq { min_rows } = index.kind {
             let filter = format!("{} IS NOT NULL", index.column);
@@ -162,7 +174,7 @@ impl Substrate {
         }
         let action = match (index.kind, existing) {
             (_, None) => IndexAction::Created,
-            (IndexKind::BTree, Some(_)) => IndexAction::Rebuilt,
+            (IndexKind::BTree | IndexKind::BitmapRebuilt, Some(_)) => IndexAction::Rebuilt,
             (IndexKind::Bitmap | IndexKind::Ngram { .. } | IndexKind::IvfPq { .. }, Some(_)) => {
                 IndexAction::Folded
             }
@@ -223,7 +235,7 @@ async fn apply(
             )
             .await
             .map(drop),
-        (IndexKind::Bitmap, _) => d
+        (IndexKind::Bitmap | IndexKind::BitmapRebuilt, _) => d
             .create_index(
                 &columns,
                 IndexType::Bitmap,
@@ -246,15 +258,16 @@ fn vector_dimension(d: &Dataset, column: &str) -> lance::Result<usize> {
     }
 }
 
-/// (indexed rows, unindexed rows) of `index`, or `None` when it does not exist.
+/// (indexed rows, unindexed rows, segments) of `index`, or `None` when it does not exist.
 async fn coverage(
     substrate: &Substrate,
     spec: &TableSpec,
     ds: &Dataset,
     index: &IndexSpec,
-) -> Result<Option<(u64, u64)>, StoreError> {
+) -> Result<Option<(u64, u64, u64)>, StoreError> {
     let indices = substrate.retry.run(spec.name, || ds.load_indices()).await?;
-    if !indices.iter().any(|m| m.name == index.name) {
+    let segments = indices.iter().filter(|m| m.name == index.name).count() as u64;
+    if segments == 0 {
         return Ok(None);
     }
     let stats = substrate
@@ -275,5 +288,6 @@ async fn coverage(
     Ok(Some((
         field("num_indexed_rows"),
         field("num_unindexed_rows"),
+        segments,
     )))
 }
