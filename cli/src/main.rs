@@ -229,6 +229,8 @@ fn main() -> ExitCode {
         #[cfg(feature = "store")]
         Command::Sync(args) => {
             return_freed_memory_at_once();
+            // SAFETY: no other thread exists yet (parsing the arguments starts none).
+            unsafe { pond_embed::batches_side_by_side() };
             store_cmd::sync(args, cli.json)
         }
         #[cfg(feature = "store")]

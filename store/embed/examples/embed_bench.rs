@@ -6,7 +6,8 @@
 //!     cargo build --release -p pond-embed --example embed_bench
 //!     target/release/examples/embed_bench MODEL MODELS_DIR CORPUS.json [--repeat N] [--chunk N]
 //!
-//! Threads: candle's pool, all cores unless RAYON_NUM_THREADS or CANDLE_NUM_THREADS says.
+//! Threads: whole batches side by side, one per core, as `pond sync` runs them; all cores
+//! unless RAYON_NUM_THREADS says.
 
 use pond_embed::{TextKind, load};
 
@@ -35,6 +36,8 @@ fn peak_rss_mib() -> f64 {
 }
 
 fn main() {
+    // SAFETY: first thing in `main`, before any other thread exists; as `pond sync` runs it.
+    unsafe { pond_embed::batches_side_by_side() };
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 3 {
         eprintln!("usage: embed_bench MODEL MODELS_DIR CORPUS.json [--repeat N] [--chunk N]");

@@ -25,6 +25,40 @@ mod manifest;
 pub mod tiny;
 
 pub use catalog::{DEFAULT_MODEL, MODELS, ModelSpec};
+
+/// How many batches a model runs at once: 1 unless [`batches_side_by_side`] said more.
+static SIDE_BY_SIDE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// Makes every model run whole batches side by side, one per core, each on one thread, instead
+/// of candle's way of splitting each matrix product across the cores: an embedding batch's
+/// products are too small for that (1.14x on two cores; side by side, 1.65x,
+/// docs/benchmarks.md "Embedding throughput"). Cores: `RAYON_NUM_THREADS` if set, else all.
+///
+/// candle reads its matrix products' thread count from `RAYON_NUM_THREADS` at every product,
+/// so this sets it to 1, after sizing rayon's global pool to the cores (Lance trains the vector
+/// index's k-means and PQ on that pool, and keeps every core).
+///
+/// # Safety
+/// It sets an environment variable: call it before any other thread exists.
+pub unsafe fn batches_side_by_side() {
+    let cores = std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    // Fails only if the pool already exists, sized by then; either way it is not rebuilt.
+    let _ = rayon::ThreadPoolBuilder::new()
+        .num_threads(cores)
+        .build_global();
+    // SAFETY: the caller promises no other thread exists to read the environment meanwhile.
+    unsafe { std::env::set_var("RAYON_NUM_THREADS", "1") };
+    let _ = SIDE_BY_SIDE.set(cores);
+}
+
+/// Batches a model runs at once (see [`batches_side_by_side`]).
+pub fn side_by_side() -> usize {
+    SIDE_BY_SIDE.get().copied().unwrap_or(1)
+}
 pub use embedder::BertEmbedder;
 pub use manifest::MANIFEST_FILE;
 
