@@ -21,10 +21,12 @@ mod storage;
 #[cfg(feature = "store")]
 mod store_cmd;
 
-/// mimalloc: a conversion allocates and frees many small JSON values; the system allocator
-/// spent about a quarter of the time there.
+mod alloc;
+
+/// mimalloc for the verbs that convert and write, the system allocator for those that serve and
+/// search (alloc.rs, docs/decisions.md "Allocators").
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::PondAlloc = alloc::PondAlloc;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
@@ -194,7 +196,7 @@ fn end_quietly_on_a_closed_pipe() {
     }
 }
 
-/// The verbs that write the store, and the server, return freed memory to the system at once. mimalloc's default
+/// The verbs that write the store return freed memory to the system at once. mimalloc's default
 /// keeps freed pages a while for reuse; under Lance's merges (large Arrow buffers, many
 /// threads) those kept pages were about a third of `pond sync`'s peak RSS and grew with the
 /// store: 1,004 MiB at 8M messages, 691 MiB with freed pages returned at once, for about 12%
@@ -249,19 +251,28 @@ fn main() -> ExitCode {
         #[cfg(feature = "store")]
         Command::Namespace(args) => namespace_cmd::run(args, cli.json),
         #[cfg(feature = "store")]
-        Command::Get(args) => get_cmd::run(args, cli.json),
+        Command::Get(args) => {
+            alloc::use_system_allocator();
+            get_cmd::run(args, cli.json)
+        }
         #[cfg(feature = "store")]
-        Command::Search(args) => search_cmd::run(args, cli.json),
+        Command::Search(args) => {
+            alloc::use_system_allocator();
+            search_cmd::run(args, cli.json)
+        }
         #[cfg(feature = "store")]
         Command::Serve(args) => {
-            // A long-lived server: under concurrent searches Lance runs hundreds of threads,
-            // and the pages each keeps for reuse held a 64-connection load's peak RSS at 10.9 GiB
-            // (5.7 GiB returned at once; docs/benchmarks.md, "HTTP load").
-            return_freed_memory_at_once();
+            // A long-lived server: under mimalloc, the pages each of Lance's hundreds of
+            // threads kept for reuse held a 64-connection load's peak RSS at 10.9 GiB
+            // (docs/benchmarks.md, "HTTP load").
+            alloc::use_system_allocator();
             serve_cmd::serve(args, cli.json)
         }
         #[cfg(feature = "store")]
-        Command::Mcp(args) => serve_cmd::mcp(args, cli.json),
+        Command::Mcp(args) => {
+            alloc::use_system_allocator();
+            serve_cmd::mcp(args, cli.json)
+        }
         #[cfg(feature = "store")]
         Command::Models(args) => models_cmd::run(args, cli.json),
         Command::Conformance { fixtures } => conformance(fixtures, cli.json),

@@ -21,12 +21,9 @@
 //! unfiltered. `--out` writes the last pass's results as `{"qid", "sessions": [ids, best first]}`,
 //! the run format `../shared/searchbench/score_run.py` reads.
 
-/// The allocator of the `pond` binary, so the driver measures what `pond serve` runs; run it
-/// with `MIMALLOC_PURGE_DELAY=0`, as `pond serve` sets it. Measured on one store, this allocator
-/// makes a search slower and larger than the system allocator does (docs/benchmarks.md, "Search
-/// latency at 1M messages"): the figure is the server's, not the best the search code can do.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The system allocator, as `pond serve`, `pond search` and `pond get` use it (cli/src/alloc.rs;
+// under mimalloc these searches were slower and several times larger, docs/benchmarks.md,
+// "Search latency at 1M messages").
 
 use pond_server::Pond;
 use pond_server::search::{SearchRequest, pond_search, pond_search_explained};

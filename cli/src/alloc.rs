@@ -1,0 +1,120 @@
+//! The `pond` binary's allocator: mimalloc for the verbs that convert and write, the system
+//! allocator for the verbs that serve and search, chosen once at the start of `main`.
+//!
+//! Both were measured on their own work (docs/decisions.md, "Allocators"): a conversion spends
+//! about a quarter of its time in malloc/free under the system allocator, and mimalloc takes
+//! most of that back; searches through Lance's readers were slower and several times larger
+//! under mimalloc (1M messages, warm: p95 80-82 against 49-53 ms, peak RSS 3.7-4.1 GiB against
+//! 572 MiB; with its transparent huge pages off 1.2-1.3 GiB and p95 71-76 ms), which keeps the
+//! pages Lance's many threads free where the system allocator reuses them.
+//!
+//! Blocks allocated before the switch (argument parsing) stay mimalloc's: every free asks
+//! mimalloc whether the block is its own (`mi_is_in_heap_region`, its page map: what its own
+//! `free` reads) and hands it to the allocator that made it.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether new blocks come from the system allocator.
+static SYSTEM: AtomicBool = AtomicBool::new(false);
+
+unsafe extern "C" {
+    /// mimalloc.h (v3): whether `p` lies in memory mimalloc manages.
+    fn mi_is_in_heap_region(p: *const std::ffi::c_void) -> bool;
+}
+
+/// New blocks come from the system allocator from now on. Called by the serving and searching
+/// verbs first thing, before any other thread exists.
+pub fn use_system_allocator() {
+    SYSTEM.store(true, Ordering::Relaxed);
+}
+
+/// mimalloc's, or the system's (see the module doc).
+pub struct PondAlloc;
+
+fn mimalloc_owns(ptr: *mut u8) -> bool {
+    // SAFETY: a lookup in mimalloc's page map; valid for any address.
+    unsafe { mi_is_in_heap_region(ptr.cast()) }
+}
+
+// SAFETY: every block is freed or resized by the allocator that made it (checked per block),
+// and each of the two upholds GlobalAlloc's contract itself.
+unsafe impl GlobalAlloc for PondAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded as given.
+        unsafe {
+            if SYSTEM.load(Ordering::Relaxed) {
+                System.alloc(layout)
+            } else {
+                mimalloc::MiMalloc.alloc(layout)
+            }
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded as given.
+        unsafe {
+            if SYSTEM.load(Ordering::Relaxed) {
+                System.alloc_zeroed(layout)
+            } else {
+                mimalloc::MiMalloc.alloc_zeroed(layout)
+            }
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` goes back to the allocator that made it.
+        unsafe {
+            if mimalloc_owns(ptr) {
+                mimalloc::MiMalloc.dealloc(ptr, layout)
+            } else {
+                System.dealloc(ptr, layout)
+            }
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: resized by the allocator that made it, which keeps it.
+        unsafe {
+            if mimalloc_owns(ptr) {
+                mimalloc::MiMalloc.realloc(ptr, layout, new_size)
+            } else {
+                System.realloc(ptr, layout, new_size)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Blocks of both allocators are freed and resized by their own, whichever is current:
+    /// the system allocator would abort on a mimalloc block, and mimalloc on a system one.
+    #[test]
+    fn each_block_goes_back_to_the_allocator_that_made_it() {
+        let layouts = [
+            Layout::from_size_align(24, 8).unwrap(),
+            Layout::from_size_align(4096, 64).unwrap(),
+            Layout::from_size_align(8 << 20, 16).unwrap(),
+        ];
+        for layout in layouts {
+            // SAFETY: each block is used within its layout and freed once.
+            unsafe {
+                let mi = mimalloc::MiMalloc.alloc(layout);
+                let sys = System.alloc(layout);
+                assert!(mimalloc_owns(mi), "{layout:?}");
+                assert!(!mimalloc_owns(sys), "{layout:?}");
+                mi.write_bytes(7, layout.size());
+                sys.write_bytes(9, layout.size());
+                let mi = PondAlloc.realloc(mi, layout, layout.size() * 2);
+                let sys = PondAlloc.realloc(sys, layout, layout.size() * 2);
+                assert!(mimalloc_owns(mi) && !mimalloc_owns(sys));
+                assert_eq!((*mi, *sys), (7, 9));
+                let doubled = Layout::from_size_align(layout.size() * 2, layout.align()).unwrap();
+                PondAlloc.dealloc(mi, doubled);
+                PondAlloc.dealloc(sys, doubled);
+            }
+        }
+    }
+}
