@@ -126,7 +126,7 @@ impl BertEmbedder {
 
     /// Runs every batch, each whole on one thread, `cores` at once ([`crate::side_by_side`]):
     /// a batch's matrix products are too small to gain from being split across cores
-    /// (candle's own way, 1.14x on two), whole batches side by side use them all
+    /// (candle's own way, 1.2x on two), whole batches side by side use them all
     /// (docs/benchmarks.md, "Embedding throughput"). One batch, or one core, runs as candle
     /// runs it.
     fn run_batches<'b>(

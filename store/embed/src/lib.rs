@@ -31,7 +31,7 @@ static SIDE_BY_SIDE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
 
 /// Makes every model run whole batches side by side, one per core, each on one thread, instead
 /// of candle's way of splitting each matrix product across the cores: an embedding batch's
-/// products are too small for that (1.14x on two cores; side by side, 1.65x,
+/// products are too small for that (two cores ran 1.2x one core's rate; side by side, 2.0x,
 /// docs/benchmarks.md "Embedding throughput"). Cores: `RAYON_NUM_THREADS` if set, else all.
 ///
 /// candle reads its matrix products' thread count from `RAYON_NUM_THREADS` at every product,
