@@ -227,7 +227,7 @@ pub async fn embed(
     Ok(summary)
 }
 
-/// One call of the seam, off the async runtime (it runs on every core).
+/// One call of the seam, off the async runtime (it uses every core: `pond_embed::side_by_side`).
 async fn embed_batch(
     embedder: Arc<dyn Embedder>,
     rows: &[(String, String, String)],
