@@ -101,6 +101,25 @@ fn hits(o: &SearchOutcome) -> Vec<(String, String, f32)> {
         .collect()
 }
 
+/// Every hit with everything it shows: its ids, score, role, timestamp, text and length.
+fn shown(o: &SearchOutcome) -> Vec<(String, String, f32, String, String, String, u64)> {
+    o.groups
+        .iter()
+        .flat_map(|g| g.hits.iter())
+        .map(|h| {
+            (
+                h.session_id.clone(),
+                h.message_id.clone(),
+                h.score,
+                h.role.clone(),
+                h.timestamp.clone(),
+                h.text.clone(),
+                h.text_chars,
+            )
+        })
+        .collect()
+}
+
 /// Lance's own BM25 for the whole query string (every 3-5-gram, one MatchQuery), by row.
 async fn lance_scores(store_dir: &Path, text: &str) -> BTreeMap<(String, String), f32> {
     let ds = Dataset::open(store_dir.join("messages.lance").to_str().unwrap())
@@ -338,15 +357,25 @@ async fn results_are_the_same_before_and_after_update_indexes() {
     pond_store::sync::import(&store, codec, &[first], &mut |_, _| {})
         .await
         .unwrap();
-    async fn run(store: &SessionStore) -> Vec<Vec<(String, String, f32)>> {
+    // Before the index, every column of a candidate is read in one scan; after it, the
+    // details of the hits kept are read by row id: what a hit shows must be the same.
+    async fn run(
+        store: &SessionStore,
+    ) -> Vec<Vec<(String, String, f32, String, String, String, u64)>> {
         let mut out = Vec::new();
         for q in ["test", "error handling", "the file", "function", "README"] {
-            out.push(hits(&store.search(&query(q, 10)).await.unwrap()));
+            out.push(shown(&store.search(&query(q, 10)).await.unwrap()));
         }
         out
     }
     let before = run(&store).await;
     assert!(before.iter().any(|h| !h.is_empty()));
+    for h in before.iter().flatten() {
+        assert!(
+            !h.3.is_empty() && !h.4.is_empty() && !h.5.is_empty() && h.6 > 0,
+            "a hit shows nothing: {h:?}"
+        );
+    }
     store.update_indexes().await.unwrap();
     assert_eq!(run(&store).await, before, "indexing changed the results");
     // More rows after the fold: part indexed, part not, the same as all indexed.
@@ -580,6 +609,29 @@ async fn the_embed_stage_fills_each_text_once_and_hybrid_search_fuses_both_arms(
     assert_eq!(top.retriever, "full_text+vector");
     assert!(top.arms.iter().all(|p| (0.0..=1.0).contains(&p.normalized)));
     assert!(o.groups.windows(2).all(|w| w[0].score >= w[1].score));
+    // Every hit shows its own message, those only the vector arm found too (read for the hits
+    // kept, by row id).
+    let vector_only = o
+        .trace
+        .hits
+        .iter()
+        .filter(|h| h.retriever == "vector")
+        .count();
+    assert!(vector_only > 0, "{:?}", o.trace.hits);
+    for h in o.groups.iter().flat_map(|g| &g.hits) {
+        let (s, m) = h.message_id.split_once("-m").unwrap();
+        let (s, m): (usize, usize) = (s[1..].parse().unwrap(), m.parse().unwrap());
+        assert_eq!(h.text, hybrid_text(s, m), "{h:?}");
+        assert_eq!(h.text_chars, h.text.chars().count() as u64, "{h:?}");
+        let stored = store.load_messages(&h.session_id).await.unwrap();
+        let message = stored
+            .iter()
+            .map(|(_, m)| serde_json::to_value(m).unwrap())
+            .find(|m| m["id"] == h.message_id.as_str())
+            .unwrap();
+        assert_eq!(message["role"], h.role.as_str(), "{h:?}");
+        assert!(!h.timestamp.is_empty(), "{h:?}");
+    }
 
     // The vector arm's filter is a prefilter: a project filter still fills the arm.
     q.filters.project = Some("/work/h1".to_owned());

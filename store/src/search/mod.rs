@@ -18,7 +18,9 @@ pub mod query;
 
 use crate::sessions::schema::{MESSAGES, PARTS, SEARCH_TEXT_INDEX};
 use crate::sessions::{SessionStore, rows, sql_quote};
-use crate::substrate::{FullTextRequest, StoreError, TermStats, TextAnalyzer, VectorRequest};
+use crate::substrate::{
+    FullTextRequest, ReadView, StoreError, TermStats, TextAnalyzer, VectorRequest,
+};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Int32Type, Int64Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
@@ -236,33 +238,50 @@ impl SessionStore {
             limit: arm_limit
                 .saturating_mul(POOL_PER_RESULT)
                 .clamp(MIN_POOL, MAX_POOL),
-            projection: {
-                let mut p = candidate_projection(false);
-                p.push(("_distance".to_owned(), "_distance".to_owned()));
-                p
-            },
+            // The vector arm ranks by distance alone: a candidate's ids group it, and what a
+            // hit shows is read for the hits kept (fill_details).
+            projection: vec![
+                ("session_id".to_owned(), "session_id".to_owned()),
+                ("id".to_owned(), "id".to_owned()),
+                ("_distance".to_owned(), "_distance".to_owned()),
+            ],
             nprobes: Some(settings.nprobes),
             refine_factor: Some(settings.refine_factor),
             exact: settings.exact,
         };
-        let batches = self.substrate().vector_search(&MESSAGES, &request).await?;
+        let invalid = |detail| StoreError::Invalid {
+            table: MESSAGES.name,
+            detail,
+        };
+        // Embedded messages exist (the caller checked), so the table does.
+        let view = self
+            .substrate()
+            .read_view(&MESSAGES)
+            .await?
+            .ok_or_else(|| invalid("messages has no version to search".to_owned()))?;
+        let batches = view.vector_search(&request).await?;
         let mut hits = Vec::new();
+        let mut rows: HashMap<(String, String), u64> = HashMap::new();
         for b in &batches {
-            let mut found = candidates(b).map_err(|detail| StoreError::Invalid {
-                table: MESSAGES.name,
-                detail,
-            })?;
+            let mut found = candidates(b, Columns::Ids).map_err(invalid)?;
             let distances = b
                 .column_by_name("_distance")
                 .and_then(|c| c.as_primitive_opt::<Float32Type>())
-                .ok_or_else(|| StoreError::Invalid {
-                    table: MESSAGES.name,
-                    detail: "_distance missing from a vector search result".to_owned(),
+                .ok_or_else(|| {
+                    invalid("_distance missing from a vector search result".to_owned())
                 })?;
+            let row_ids = b
+                .column_by_name("_rowid")
+                .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+                .ok_or_else(|| invalid("_rowid missing from a vector search result".to_owned()))?;
             for (i, h) in found.iter_mut().enumerate() {
                 // Cosine similarity: 1 for the same direction.
                 h.score = 1.0 - distances.value(i);
                 h.recall_score = h.score;
+                rows.insert(
+                    (h.session_id.clone(), h.message_id.clone()),
+                    row_ids.value(i),
+                );
             }
             hits.extend(found);
         }
@@ -279,7 +298,20 @@ impl SessionStore {
                 groups: vector_groups,
             },
         ];
-        let (groups, mut arms, attributions) = fusion::fuse(arms, q.limit, q.min_score);
+        let text_read: std::collections::HashSet<(String, String)> = arms[0]
+            .groups
+            .iter()
+            .flat_map(|g| &g.hits)
+            .map(|h| (h.session_id.clone(), h.message_id.clone()))
+            .collect();
+        let (mut groups, mut arms, attributions) = fusion::fuse(arms, q.limit, q.min_score);
+        // A hit the full-text arm also found was read whole by it (fusion keeps that one).
+        let unread = groups
+            .iter_mut()
+            .flat_map(|g| &mut g.hits)
+            .filter(|h| !text_read.contains(&(h.session_id.clone(), h.message_id.clone())))
+            .collect();
+        fill_details(&view, unread, &rows, true).await?;
         if q.explain {
             arms[0].plan = trace.plan.clone();
             arms[1].plan = Some(
@@ -357,31 +389,52 @@ impl SessionStore {
             let groups = self.group(hits, limit).await?;
             return Ok((groups, trace, FULL_TEXT_SCAN));
         }
+        // The index's answer, the candidates' text and the kept hits' details are read from
+        // one version of the table, so the row ids of one step name the rows of the next.
+        let Some(view) = substrate.read_view(&MESSAGES).await? else {
+            return Ok((Vec::new(), trace, FULL_TEXT));
+        };
+        let invalid = |detail| StoreError::Invalid {
+            table: MESSAGES.name,
+            detail,
+        };
         let mut pool = (limit.saturating_mul(POOL_PER_RESULT)).clamp(MIN_POOL, MAX_POOL);
         loop {
+            // The recall step reads no column: the index answers with row ids and scores. Only
+            // what ranking needs is then read for every candidate, and a hit's details only for
+            // the hits kept (docs/benchmarks.md, "Search latency at 1M messages": every column
+            // of every row is a read of its own).
             let request = FullTextRequest {
                 column: SEARCH_TEXT_INDEX.column,
                 terms: recall.iter().map(|r| r.window.text.clone()).collect(),
                 filter: filter.clone(),
                 limit: pool,
-                projection: candidate_projection(true),
+                projection: vec![("_score".to_owned(), "_score".to_owned())],
             };
-            let batches = substrate.full_text_search(&MESSAGES, &request).await?;
-            let mut hits = Vec::new();
-            for b in &batches {
-                hits.extend(candidates(b).map_err(|detail| StoreError::Invalid {
-                    table: MESSAGES.name,
-                    detail,
-                })?);
-            }
-            let found = hits.len();
+            let recalled =
+                recalled_rows(&view.full_text_search(&request).await?).map_err(invalid)?;
+            let found = recalled.len();
             trace.rounds.push((pool, found));
-            for h in &mut hits {
+            let row_ids: Vec<u64> = recalled.iter().map(|r| r.0).collect();
+            let batch = view.take_rows(&row_ids, &rank_projection()).await?;
+            let mut hits = candidates(&batch, Columns::Rank).map_err(invalid)?;
+            if hits.len() != found {
+                return Err(invalid(format!(
+                    "{found} rows recalled by the index, {} read",
+                    hits.len()
+                )));
+            }
+            let mut rows: HashMap<(String, String), u64> = HashMap::with_capacity(found);
+            for (h, (row, recall_score)) in hits.iter_mut().zip(&recalled) {
+                h.recall_score = *recall_score;
                 h.score = ranker.score(&mut analyzer, &h.text, whole_length(h)).score;
+                rows.insert((h.session_id.clone(), h.message_id.clone()), *row);
             }
             let hits = with_min_score(hits, min_score);
-            let groups = self.group(hits, limit).await?;
+            let mut groups = self.group(hits, limit).await?;
             if groups.len() >= limit || found < pool || pool >= MAX_POOL {
+                let kept = groups.iter_mut().flat_map(|g| &mut g.hits).collect();
+                fill_details(&view, kept, &rows, false).await?;
                 if q.explain {
                     trace.plan = Some(
                         substrate
@@ -404,7 +457,7 @@ impl SessionStore {
         filter: Option<&str>,
         keep: usize,
     ) -> Result<Vec<MessageHit>, StoreError> {
-        let projection = candidate_projection(false);
+        let projection = candidate_projection();
         let filter = match filter {
             Some(f) => format!("search_text IS NOT NULL AND {f}"),
             None => "search_text IS NOT NULL".to_owned(),
@@ -425,7 +478,7 @@ impl SessionStore {
                 },
                 Vec::new,
                 |kept: &mut Vec<MessageHit>, batch| {
-                    let rows = match candidates(batch) {
+                    let rows = match candidates(batch, Columns::All) {
                         Ok(rows) => rows,
                         Err(e) => {
                             fault.get_or_insert(e);
@@ -602,7 +655,17 @@ impl SessionStore {
         sessions.sort();
         sessions.dedup();
         let list: Vec<String> = sessions.iter().map(|s| sql_quote(s)).collect();
-        let filter = format!("session_id IN ({})", list.join(", "));
+        let mut ids: Vec<&str> = messages.iter().map(|(_, m)| m.as_str()).collect();
+        ids.sort();
+        ids.dedup();
+        let ids: Vec<String> = ids.iter().map(|m| sql_quote(m)).collect();
+        // The session index finds the sessions' parts; the message clause keeps the columns
+        // of the other messages' parts from being read.
+        let filter = format!(
+            "session_id IN ({}) AND message_id IN ({})",
+            list.join(", "),
+            ids.join(", ")
+        );
         let wanted: std::collections::HashSet<&(String, String)> = messages.iter().collect();
         let batches = self
             .substrate()
@@ -657,24 +720,105 @@ fn trace_terms(query: &AnalyzedQuery, stats: &TermStats) -> Vec<(String, u64)> {
         .collect()
 }
 
-/// The columns a candidate is read with: what the ranking and the hit payload need, the text
-/// bounded to [`RANK_CHARS`] characters; Lance's `_score` from a full-text query.
-fn candidate_projection(scored: bool) -> Vec<(String, String)> {
-    let mut columns = vec![
+/// The columns ranking reads of every candidate: its session and id (grouping, and the order
+/// of ties), the text bounded to [`RANK_CHARS`] characters, and the whole text's length.
+fn rank_projection() -> Vec<(String, String)> {
+    [
         ("session_id", "session_id".to_owned()),
         ("id", "id".to_owned()),
-        ("role", "role".to_owned()),
-        ("timestamp_text", "timestamp_text".to_owned()),
         ("text", format!("left(search_text, {RANK_CHARS})")),
         ("text_chars", "character_length(search_text)".to_owned()),
-    ];
-    if scored {
-        columns.push(("_score", "_score".to_owned()));
-    }
+    ]
+    .into_iter()
+    .map(|(n, e)| (n.to_owned(), e))
+    .collect()
+}
+
+/// The columns a hit shows beyond those ranking read.
+const DETAIL_COLUMNS: [&str; 2] = ["role", "timestamp_text"];
+
+/// Every column a candidate is read with, when all are read at once (a scan, the vector arm).
+fn candidate_projection() -> Vec<(String, String)> {
+    let mut columns = rank_projection();
+    columns.extend(DETAIL_COLUMNS.map(|c| (c.to_owned(), c.to_owned())));
     columns
-        .into_iter()
-        .map(|(n, e)| (n.to_owned(), e))
-        .collect()
+}
+
+/// The row id and Lance's score of each row a recall query returned, in its order.
+fn recalled_rows(batches: &[RecordBatch]) -> Result<Vec<(u64, f32)>, String> {
+    let mut out = Vec::new();
+    for b in batches {
+        let rows = b
+            .column_by_name("_rowid")
+            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+            .ok_or("_rowid missing from a full-text search result")?;
+        let scores = b
+            .column_by_name("_score")
+            .and_then(|c| c.as_primitive_opt::<Float32Type>())
+            .ok_or("_score missing from a full-text search result")?;
+        out.extend(
+            rows.values()
+                .iter()
+                .copied()
+                .zip(scores.values().iter().copied()),
+        );
+    }
+    Ok(out)
+}
+
+/// Reads what a hit shows and its candidate was not read with, for the hits kept only, by the
+/// row ids their candidates had: the role and timestamp, and with `with_text` the text too (the
+/// vector arm ranks without it).
+async fn fill_details(
+    view: &ReadView,
+    mut hits: Vec<&mut MessageHit>,
+    rows: &HashMap<(String, String), u64>,
+    with_text: bool,
+) -> Result<(), StoreError> {
+    let invalid = |detail| StoreError::Invalid {
+        table: MESSAGES.name,
+        detail,
+    };
+    let mut ids = Vec::with_capacity(hits.len());
+    for h in &hits {
+        let key = (h.session_id.clone(), h.message_id.clone());
+        ids.push(
+            *rows
+                .get(&key)
+                .ok_or_else(|| invalid(format!("hit {}/{} has no row id", key.0, key.1)))?,
+        );
+    }
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let mut projection: Vec<(String, String)> = DETAIL_COLUMNS
+        .map(|c| (c.to_owned(), c.to_owned()))
+        .to_vec();
+    if with_text {
+        projection.extend(
+            rank_projection()
+                .into_iter()
+                .filter(|(n, _)| n == "text" || n == "text_chars"),
+        );
+    }
+    let batch = view.take_rows(&ids, &projection).await?;
+    if batch.num_rows() != ids.len() {
+        return Err(invalid(format!(
+            "{} hits, {} rows read for their details",
+            ids.len(),
+            batch.num_rows()
+        )));
+    }
+    let read = candidates(&batch, Columns::Details { with_text }).map_err(invalid)?;
+    for (h, r) in hits.iter_mut().zip(read) {
+        h.role = r.role;
+        h.timestamp = r.timestamp;
+        if with_text {
+            h.text = r.text;
+            h.text_chars = r.text_chars;
+        }
+    }
+    Ok(())
 }
 
 /// The whole text's length in grams, when the candidate's text is only its first characters.
@@ -699,12 +843,36 @@ fn with_min_score(mut hits: Vec<MessageHit>, min: Option<f32>) -> Vec<MessageHit
     hits
 }
 
-fn candidates(b: &RecordBatch) -> Result<Vec<MessageHit>, String> {
+/// Which columns a batch of candidates was read with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Columns {
+    /// [`candidate_projection`]: everything.
+    All,
+    /// [`rank_projection`]: a hit's role and timestamp are left empty for [`fill_details`].
+    Rank,
+    /// `session_id` and `id` only (the vector arm): the rest is left empty for [`fill_details`].
+    Ids,
+    /// What [`fill_details`] reads: the role and timestamp, and the text `with_text`; the ids
+    /// are left empty.
+    Details { with_text: bool },
+}
+
+/// The candidates of a batch read with `columns`; a column not read is left empty.
+fn candidates(b: &RecordBatch, columns: Columns) -> Result<Vec<MessageHit>, String> {
     let col = |name: &str| {
         b.column_by_name(name)
             .ok_or_else(|| format!("column {name} missing from a search result"))
     };
-    let text = |name: &str, i: usize| -> Result<String, String> {
+    let (ids, details, text) = match columns {
+        Columns::All => (true, true, true),
+        Columns::Rank => (true, false, true),
+        Columns::Ids => (true, false, false),
+        Columns::Details { with_text } => (false, true, with_text),
+    };
+    let read = |name: &str, wanted: bool, i: usize| -> Result<String, String> {
+        if !wanted {
+            return Ok(String::new());
+        }
         Ok(rows::string_at(col(name)?.as_ref(), i).unwrap_or_default())
     };
     let scores = match b.column_by_name("_score") {
@@ -714,26 +882,31 @@ fn candidates(b: &RecordBatch) -> Result<Vec<MessageHit>, String> {
         ),
         None => None,
     };
-    let chars = col("text_chars")?;
+    let chars = if text { Some(col("text_chars")?) } else { None };
     let mut out = Vec::with_capacity(b.num_rows());
     for i in 0..b.num_rows() {
-        let text_chars = if let Some(a) = chars.as_primitive_opt::<Int32Type>() {
-            a.value(i).max(0) as u64
-        } else if let Some(a) = chars.as_primitive_opt::<Int64Type>() {
-            a.value(i).max(0) as u64
-        } else if let Some(a) = chars.as_primitive_opt::<UInt64Type>() {
-            a.value(i)
-        } else {
-            return Err(format!("text_chars is {}", chars.data_type()));
+        let text_chars = match &chars {
+            None => 0,
+            Some(chars) => {
+                if let Some(a) = chars.as_primitive_opt::<Int32Type>() {
+                    a.value(i).max(0) as u64
+                } else if let Some(a) = chars.as_primitive_opt::<Int64Type>() {
+                    a.value(i).max(0) as u64
+                } else if let Some(a) = chars.as_primitive_opt::<UInt64Type>() {
+                    a.value(i)
+                } else {
+                    return Err(format!("text_chars is {}", chars.data_type()));
+                }
+            }
         };
         out.push(MessageHit {
-            session_id: text("session_id", i)?,
-            message_id: text("id", i)?,
-            role: text("role", i)?,
-            timestamp: text("timestamp_text", i)?,
+            session_id: read("session_id", ids, i)?,
+            message_id: read("id", ids, i)?,
+            role: read("role", details, i)?,
+            timestamp: read("timestamp_text", details, i)?,
             score: 0.0,
             recall_score: scores.map_or(0.0, |s| s.value(i)),
-            text: text("text", i)?,
+            text: read("text", text, i)?,
             text_chars,
         });
     }

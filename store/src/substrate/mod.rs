@@ -3,9 +3,9 @@
 //! A consumer declares its tables ([`TableSpec`]) and stores and queries rows through the four
 //! chokepoints of lance-chokepoints, each one code path in this module:
 //! - catalog: [`Substrate::location`] is the only place a table's URI is made;
-//! - read: [`Substrate::scan`] is the only place scans are built (filters pushed down), and
-//!   [`Substrate::full_text_search`] and [`Substrate::vector_search`] the only places searches
-//!   are (filters as prefilters);
+//! - read: [`Substrate::scan`] (through [`ReadView`]) is the only place scans are built (filters pushed down), and
+//!   [`ReadView::full_text_search`] and [`ReadView::vector_search`] the only places searches
+//!   are (filters as prefilters), [`ReadView::take_rows`] the only read of rows by row id;
 //! - write: [`Substrate::merge_insert`] is the only insert and [`Substrate::merge_update`] the
 //!   only update (a conditional merge of derived columns); neither folds indexes;
 //! - storage: every byte goes through Lance's object-store layer (URIs, never local paths).
@@ -30,7 +30,7 @@ pub use location::{
     remove_stray_storage_variables,
 };
 pub use retry::RetryPolicy;
-pub use search::{FullTextRequest, TermStats, TextAnalyzer, str_at};
+pub use search::{FullTextRequest, ReadView, TermStats, TextAnalyzer, str_at};
 pub use snapshot::BatchStream;
 pub use vector::VectorRequest;
 
@@ -313,21 +313,10 @@ impl Substrate {
         spec: &TableSpec,
         configure: impl Fn(&mut Scanner) -> lance::Result<()>,
     ) -> Result<Vec<RecordBatch>, StoreError> {
-        use futures::TryStreamExt;
-        let Some(ds) = self.dataset(spec).await? else {
-            return Ok(Vec::new());
-        };
-        self.retry
-            .run(spec.name, || async {
-                let mut scanner = ds.scan();
-                configure(&mut scanner)?;
-                scanner
-                    .try_into_stream()
-                    .await?
-                    .try_collect::<Vec<_>>()
-                    .await
-            })
-            .await
+        match self.read_view(spec).await? {
+            Some(view) => view.scan(configure).await,
+            None => Ok(Vec::new()),
+        }
     }
 
     /// The plan Lance runs for a scan of `spec` configured by `configure`, run, with its metrics

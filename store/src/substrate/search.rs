@@ -4,8 +4,10 @@
 //!
 //! Nothing here knows what the rows are; a consumer names the table, the index and the terms.
 
-use super::{IndexKind, IndexSpec, StoreError, Substrate, TableSpec};
+use super::{IndexKind, IndexSpec, RetryPolicy, StoreError, Substrate, TableSpec};
 use arrow_array::{Array, RecordBatch};
+use lance::Dataset;
+use lance::dataset::ProjectionRequest;
 use lance::dataset::scanner::Scanner;
 use lance::index::{DatasetIndexExt, DatasetIndexInternalExt};
 use lance_index::metrics::NoOpMetricsCollector;
@@ -15,6 +17,7 @@ use lance_index::scalar::inverted::query::{BooleanQuery, FtsQuery, MatchQuery, O
 use lance_index::scalar::inverted::tokenizer::document_tokenizer::LanceTokenizer;
 use lance_tokenizer::TokenStream;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// Cuts text into the terms of an inverted index exactly as the index cut its documents: the
 /// same Lance tokenizer, built from the same parameters ([`IndexKind::inverted_params`]).
@@ -120,20 +123,78 @@ impl FullTextRequest {
     }
 }
 
-impl Substrate {
+/// One version of a table, held so that reads agree: a search's row ids, then the columns of
+/// those rows, read from the same version (lance-chokepoints-read; obtained by
+/// [`Substrate::read_view`]).
+pub struct ReadView {
+    table: &'static str,
+    dataset: Arc<Dataset>,
+    retry: RetryPolicy,
+}
+
+impl ReadView {
     /// lance-chokepoints-read: runs a BM25 query (see [`FullTextRequest`]) and returns its rows,
     /// best first, each with Lance's `_score` and `_rowid`. Rows written since the index was
-    /// last folded are searched too, by a flat scan (lance-index-maintenance). A table never
-    /// written reads empty; a query with no terms matches nothing.
+    /// last folded are searched too, by a flat scan (lance-index-maintenance). A query with no
+    /// terms matches nothing. With an empty projection no column is read: the rows are the
+    /// index's answer alone (row ids and scores), for [`ReadView::take_rows`] to read.
     pub async fn full_text_search(
         &self,
-        spec: &TableSpec,
         request: &FullTextRequest,
     ) -> Result<Vec<RecordBatch>, StoreError> {
         if request.terms.is_empty() || request.limit == 0 {
             return Ok(Vec::new());
         }
-        self.scan(spec, |scanner| request.configure(scanner)).await
+        self.scan(|scanner| request.configure(scanner)).await
+    }
+
+    /// A scan of this version configured by `configure`, and its batches.
+    pub(super) async fn scan(
+        &self,
+        configure: impl Fn(&mut Scanner) -> lance::Result<()>,
+    ) -> Result<Vec<RecordBatch>, StoreError> {
+        use futures::TryStreamExt;
+        self.retry
+            .run(self.table, || async {
+                let mut scanner = self.dataset.scan();
+                configure(&mut scanner)?;
+                scanner
+                    .try_into_stream()
+                    .await?
+                    .try_collect::<Vec<_>>()
+                    .await
+            })
+            .await
+    }
+
+    /// The rows with these row ids (as a search returned them in `_rowid`), in the order
+    /// given, with `projection`'s columns (name, SQL expression over the table's columns).
+    /// One read per column of each row's page: a consumer reads the few columns it needs of
+    /// many rows, and the rest only for the rows it keeps.
+    pub async fn take_rows(
+        &self,
+        row_ids: &[u64],
+        projection: &[(String, String)],
+    ) -> Result<RecordBatch, StoreError> {
+        self.retry
+            .run(self.table, || async {
+                self.dataset
+                    .take_rows(row_ids, ProjectionRequest::Sql(projection.to_vec()))
+                    .await
+            })
+            .await
+    }
+}
+
+impl Substrate {
+    /// The current version of `spec` for reads that must agree (see [`ReadView`]); `None` when
+    /// the table was never written.
+    pub async fn read_view(&self, spec: &TableSpec) -> Result<Option<ReadView>, StoreError> {
+        Ok(self.dataset(spec).await?.map(|dataset| ReadView {
+            table: spec.name,
+            dataset,
+            retry: self.retry,
+        }))
     }
 
     /// The plan Lance ran for `request`, with its metrics (`analyze_plan`): which indexes

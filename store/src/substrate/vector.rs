@@ -6,7 +6,7 @@
 //! Nothing here knows what the vectors mean; a consumer names the table, the column, the model
 //! filter and the metric.
 
-use super::{MergeOutcome, StoreError, Substrate, TableSpec};
+use super::{MergeOutcome, ReadView, StoreError, Substrate, TableSpec};
 use arrow_array::{Float32Array, RecordBatch};
 use lance::dataset::scanner::Scanner;
 use lance::dataset::{MergeInsertWriteMode, WhenMatched, WhenNotMatched};
@@ -62,27 +62,28 @@ impl VectorRequest {
             .map(|(n, e)| (n.as_str(), e.as_str()))
             .collect();
         scanner.project_with_transform(&projection)?;
+        scanner.with_row_id();
         Ok(())
     }
 }
 
-impl Substrate {
+impl ReadView {
     /// lance-chokepoints-read: runs a nearest-neighbour query (see [`VectorRequest`]); each row
-    /// comes with Lance's `_distance` (cosine distance, 0 for the same direction). Below an
-    /// index, or on rows written since it was trained, Lance compares every admitted vector
-    /// (flat); with an IVF index it probes `nprobes` partitions. A table never written reads
-    /// empty.
+    /// comes with Lance's `_distance` (cosine distance, 0 for the same direction) and `_rowid`.
+    /// Below an index, or on rows written since it was trained, Lance compares every admitted
+    /// vector (flat); with an IVF index it probes `nprobes` partitions.
     pub async fn vector_search(
         &self,
-        spec: &TableSpec,
         request: &VectorRequest,
     ) -> Result<Vec<RecordBatch>, StoreError> {
         if request.limit == 0 || request.query.is_empty() {
             return Ok(Vec::new());
         }
-        self.scan(spec, |scanner| request.configure(scanner)).await
+        self.scan(|scanner| request.configure(scanner)).await
     }
+}
 
+impl Substrate {
     /// The plan Lance ran for `request`, with its metrics (`analyze_plan`).
     pub async fn analyze_vector_search(
         &self,
