@@ -402,8 +402,8 @@ impl SessionStore {
         loop {
             // The recall step reads no column: the index answers with row ids and scores. Only
             // what ranking needs is then read for every candidate, and a hit's details only for
-            // the hits kept (docs/benchmarks.md, "Search latency at 1M messages": every column
-            // of every row is a read of its own).
+            // the hits kept (docs/benchmarks.md, "Search latency at 1M messages: reading fewer
+            // columns of fewer rows": every column of every row is a read of its own).
             let request = FullTextRequest {
                 column: SEARCH_TEXT_INDEX.column,
                 terms: recall.iter().map(|r| r.window.text.clone()).collect(),

@@ -3,9 +3,10 @@
 //! A consumer declares its tables ([`TableSpec`]) and stores and queries rows through the four
 //! chokepoints of lance-chokepoints, each one code path in this module:
 //! - catalog: [`Substrate::location`] is the only place a table's URI is made;
-//! - read: [`Substrate::scan`] (through [`ReadView`]) is the only place scans are built (filters pushed down), and
-//!   [`ReadView::full_text_search`] and [`ReadView::vector_search`] the only places searches
-//!   are (filters as prefilters), [`ReadView::take_rows`] the only read of rows by row id;
+//! - read: [`Substrate::scan`] (through [`ReadView`], one version of a table) is the only place
+//!   scans are built (filters pushed down), [`ReadView::full_text_search`] and
+//!   [`ReadView::vector_search`] the only places searches are (filters as prefilters), and
+//!   [`ReadView::take_rows`] the only read of rows by row id;
 //! - write: [`Substrate::merge_insert`] is the only insert and [`Substrate::merge_update`] the
 //!   only update (a conditional merge of derived columns); neither folds indexes;
 //! - storage: every byte goes through Lance's object-store layer (URIs, never local paths).

@@ -125,7 +125,8 @@ impl FullTextRequest {
 
 /// One version of a table, held so that reads agree: a search's row ids, then the columns of
 /// those rows, read from the same version (lance-chokepoints-read; obtained by
-/// [`Substrate::read_view`]).
+/// [`Substrate::read_view`]). It lives beside the full-text half of the read path, its first
+/// user; [`Substrate::scan`] and the vector half read through it too.
 pub struct ReadView {
     table: &'static str,
     dataset: Arc<Dataset>,
