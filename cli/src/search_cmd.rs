@@ -212,6 +212,7 @@ fn explain(t: &pond_store::search::SearchTrace, json: bool) {
             "arms": t.arms.iter().map(|a| serde_json::json!({
                 "arm": a.name, "weight": a.weight, "min": a.min, "max": a.max,
                 "sessions": a.sessions.iter().map(|(id, raw)| serde_json::json!({"session_id": id, "raw": raw})).collect::<Vec<_>>(),
+                "rounds": a.rounds.iter().map(|(asked, got)| serde_json::json!({"pool": asked, "candidates": got})).collect::<Vec<_>>(),
                 "plan": a.plan,
             })).collect::<Vec<_>>(),
         });
@@ -269,6 +270,9 @@ fn explain(t: &pond_store::search::SearchTrace, json: bool) {
             a.min,
             a.max
         );
+        for (asked, got) in &a.rounds {
+            println!("  candidate pool: asked {asked}, got {got}");
+        }
         if a.name == pond_store::search::VECTOR {
             println!("Lance analyze_plan of the vector query:");
             for line in a.plan.as_deref().unwrap_or("(none)").lines() {

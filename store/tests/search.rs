@@ -674,6 +674,91 @@ async fn the_embed_stage_fills_each_text_once_and_hybrid_search_fuses_both_arms(
     }
 }
 
+/// The vector arm asks for a small pool first and a larger one when the first falls in fewer
+/// sessions than the arm brings: its sessions are then the nearest ones, as a flat scan of
+/// every vector ranks them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_vector_arm_grows_its_pool_until_it_fills_its_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = Corpus::new(&dir.path().join("src"));
+    // Every message of a session says the same: the nearest 100 messages are whole sessions,
+    // ten of them, half the twenty the arm brings for a limit of 10.
+    let words = [
+        "kestrel", "merge", "lance", "vector", "timeout", "parser", "falcon", "index",
+    ];
+    let text = |s: usize| format!("{} {} ticket {s}", words[s % 8], words[(s / 8 + 3) % 8]);
+    for s in 0..30 {
+        let texts = vec![text(s); 10];
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        corpus.session(
+            "/work/g",
+            &format!("g{s:03}"),
+            None,
+            "2026-04-01T10:00:00Z",
+            &refs,
+        );
+    }
+    let store = SessionStore::open(dir.path().join("store").to_str().unwrap());
+    corpus.sync(&store).await;
+    let model = tiny_model(&dir.path().join("models"), "tiny-g", 3);
+    let done = embed(
+        &store,
+        model.clone(),
+        EmbedOptions::default(),
+        &mut |_, _| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(done.embedded, 300, "{done:?}");
+
+    let q_text = text(0);
+    let mut q = query(&q_text, 10);
+    q.explain = true;
+    q.vector = Some(vector_of(&model, &q_text).await);
+    let o = store.search(&q).await.unwrap();
+    assert_eq!(o.mode, SearchMode::Hybrid);
+    let arm = &o.trace.arms[1];
+    assert_eq!(arm.rounds, [(100, 100), (400, 300)], "{arm:?}");
+    assert_eq!(arm.sessions.len(), 20, "{arm:?}");
+    assert_eq!(arm.sessions[0].0, "g000", "{arm:?}");
+
+    // The flat ranking: every session's text embedded here, by cosine to the query.
+    let texts: Vec<String> = (0..30).map(text).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = model.embed(&refs, pond_embed::TextKind::Passage).unwrap();
+    let query_vector = &q.vector.as_ref().unwrap().values;
+    let mut flat: Vec<(String, f32)> = vectors
+        .iter()
+        .enumerate()
+        .map(|(s, v)| {
+            let dot: f32 = v.iter().zip(query_vector).map(|(a, b)| a * b).sum();
+            (format!("g{s:03}"), dot)
+        })
+        .collect();
+    flat.sort_by(|a, b| b.1.total_cmp(&a.1));
+    // Stored vectors are Float16: sessions closer than that to the cut may trade places.
+    let cut = flat[19].1;
+    let certain: Vec<&String> = flat
+        .iter()
+        .filter(|(_, d)| (d - cut).abs() > 1e-2)
+        .take_while(|(_, d)| *d > cut)
+        .map(|(id, _)| id)
+        .collect();
+    assert!(certain.len() >= 15, "{flat:?}");
+    for id in certain {
+        assert!(
+            arm.sessions.iter().any(|(s, _)| s == id),
+            "{id} is among the 20 nearest sessions, not in the arm: {arm:?}"
+        );
+    }
+    for (id, raw) in &arm.sessions {
+        assert!(
+            *raw >= cut - 1e-2,
+            "{id} ({raw}) is farther than the cut ({cut})"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_vector_index_is_trained_at_its_threshold_and_dropped_on_a_model_swap() {
     use pond_store::sessions::schema::{VECTOR_INDEX, VECTOR_INDEX_MODEL_KEY};

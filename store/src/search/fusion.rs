@@ -48,6 +48,9 @@ pub struct ArmTrace {
     pub sessions: Vec<(String, f32)>,
     /// Lance's `analyze_plan` of its query, when asked for.
     pub plan: Option<String>,
+    /// The candidate pools it asked its index for, and how many came back each time (the
+    /// vector arm's; the full-text arm's are the search trace's).
+    pub rounds: Vec<(usize, usize)>,
 }
 
 /// A fused result's hit, with what each arm gave it.
@@ -114,6 +117,7 @@ pub fn fuse(
                 .map(|g| (g.session.id.to_string(), g.score))
                 .collect(),
             plan: None,
+            rounds: Vec::new(),
         })
         .collect();
 

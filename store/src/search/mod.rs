@@ -51,6 +51,10 @@ pub const RANK_CHARS: usize = 64 * 1024;
 /// distinct sessions are usually among them. When they are not and the pool came back full,
 /// it is asked for again, four times as large, up to [`MAX_POOL`].
 const POOL_PER_RESULT: usize = 20;
+/// The vector arm's candidates per session wanted, to start with: nearest neighbours of one
+/// message cluster in fewer sessions than BM25's candidates do, and each is a read of its
+/// vector (docs/benchmarks.md, "Hybrid search at 1M messages: the arms at once").
+const VECTOR_POOL_PER_RESULT: usize = 5;
 const MIN_POOL: usize = 100;
 /// The largest candidate pool.
 pub const MAX_POOL: usize = 4_000;
@@ -177,6 +181,19 @@ pub struct HitTrace {
     pub arms: Vec<fusion::ArmScore>,
 }
 
+/// What the vector arm found, and how to read more of it.
+struct VectorArm {
+    groups: Vec<SessionGroup>,
+    /// The table version its candidates were found in.
+    view: ReadView,
+    /// Each candidate's row in that version.
+    rows: HashMap<(String, String), u64>,
+    /// The request that found them (for `--explain`).
+    request: VectorRequest,
+    /// Each pool asked for, and the candidates found.
+    rounds: Vec<(usize, usize)>,
+}
+
 /// What a search found.
 #[derive(Debug, Clone, Default)]
 pub struct SearchOutcome {
@@ -224,68 +241,21 @@ impl SessionStore {
         v: &QueryVector,
     ) -> Result<SearchOutcome, StoreError> {
         let arm_limit = q.limit.saturating_mul(2).max(MIN_ARM_SESSIONS);
-        let (text_groups, mut trace, text_name) = self.full_text(q, arm_limit, None).await?;
-        let model_clause = format!("embedding_model = {}", sql_quote(&v.model));
-        let filter = match &trace.filter {
-            Some(f) => format!("{model_clause} AND {f}"),
-            None => model_clause,
-        };
-        let settings = self.vector_settings();
-        let request = VectorRequest {
-            column: "vector",
-            query: v.values.clone(),
-            filter: Some(filter),
-            limit: arm_limit
-                .saturating_mul(POOL_PER_RESULT)
-                .clamp(MIN_POOL, MAX_POOL),
-            // The vector arm ranks by distance alone: a candidate's ids group it, and what a
-            // hit shows is read for the hits kept (fill_details).
-            projection: vec![
-                ("session_id".to_owned(), "session_id".to_owned()),
-                ("id".to_owned(), "id".to_owned()),
-                ("_distance".to_owned(), "_distance".to_owned()),
-            ],
-            nprobes: Some(settings.nprobes),
-            refine_factor: Some(settings.refine_factor),
-            exact: settings.exact,
-        };
-        let invalid = |detail| StoreError::Invalid {
-            table: MESSAGES.name,
-            detail,
-        };
-        // Embedded messages exist (the caller checked), so the table does.
-        let view = self
-            .substrate()
-            .read_view(&MESSAGES)
-            .await?
-            .ok_or_else(|| invalid("messages has no version to search".to_owned()))?;
-        let batches = view.vector_search(&request).await?;
-        let mut hits = Vec::new();
-        let mut rows: HashMap<(String, String), u64> = HashMap::new();
-        for b in &batches {
-            let mut found = candidates(b, Columns::Ids).map_err(invalid)?;
-            let distances = b
-                .column_by_name("_distance")
-                .and_then(|c| c.as_primitive_opt::<Float32Type>())
-                .ok_or_else(|| {
-                    invalid("_distance missing from a vector search result".to_owned())
-                })?;
-            let row_ids = b
-                .column_by_name("_rowid")
-                .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-                .ok_or_else(|| invalid("_rowid missing from a vector search result".to_owned()))?;
-            for (i, h) in found.iter_mut().enumerate() {
-                // Cosine similarity: 1 for the same direction.
-                h.score = 1.0 - distances.value(i);
-                h.recall_score = h.score;
-                rows.insert(
-                    (h.session_id.clone(), h.message_id.clone()),
-                    row_ids.value(i),
-                );
-            }
-            hits.extend(found);
-        }
-        let vector_groups = self.group(hits, arm_limit).await?;
+        // The two arms share nothing but the prefilter: they run at once, each on its own
+        // reads (docs/benchmarks.md, "Hybrid search at 1M messages: the arms at once").
+        let filter = self.filter_predicate(&q.filters).await?;
+        let (text_arm, vector_arm) = futures::try_join!(
+            self.full_text_filtered(q, arm_limit, None, filter.clone()),
+            self.vector_arm(v, filter.as_deref(), arm_limit),
+        )?;
+        let (text_groups, mut trace, text_name) = text_arm;
+        let VectorArm {
+            groups: vector_groups,
+            view,
+            rows,
+            request,
+            rounds,
+        } = vector_arm;
         let arms = vec![
             fusion::Arm {
                 name: text_name,
@@ -319,6 +289,7 @@ impl SessionStore {
                     .analyze_vector_search(&MESSAGES, &request)
                     .await?,
             );
+            arms[1].rounds = rounds;
             trace.hits = attributions
                 .into_iter()
                 .map(|a| HitTrace {
@@ -342,12 +313,110 @@ impl SessionStore {
         })
     }
 
+    /// The vector arm: the `limit` sessions nearest the query vector among the messages the
+    /// filter admits and the model embedded. It asks the index for [`VECTOR_POOL_PER_RESULT`]
+    /// candidates per session wanted and, when they fall in fewer than `limit` sessions and
+    /// the pool came back full, asks again four times as many, up to [`MAX_POOL`]: the
+    /// sessions kept are then the same as a larger pool's (a session outside the pool is
+    /// farther than every session in it), and each candidate asked for is read (its ids, and
+    /// its whole vector `refine_factor` times over when the index refines).
+    async fn vector_arm(
+        &self,
+        v: &QueryVector,
+        filter: Option<&str>,
+        limit: usize,
+    ) -> Result<VectorArm, StoreError> {
+        let model_clause = format!("embedding_model = {}", sql_quote(&v.model));
+        let filter = match filter {
+            Some(f) => format!("{model_clause} AND {f}"),
+            None => model_clause,
+        };
+        let settings = self.vector_settings();
+        let invalid = |detail| StoreError::Invalid {
+            table: MESSAGES.name,
+            detail,
+        };
+        // Embedded messages exist (the caller checked), so the table does.
+        let view = self
+            .substrate()
+            .read_view(&MESSAGES)
+            .await?
+            .ok_or_else(|| invalid("messages has no version to search".to_owned()))?;
+        let mut pool = limit
+            .saturating_mul(VECTOR_POOL_PER_RESULT)
+            .clamp(MIN_POOL, MAX_POOL);
+        let mut rounds = Vec::new();
+        loop {
+            let request = VectorRequest {
+                column: "vector",
+                query: v.values.clone(),
+                filter: Some(filter.clone()),
+                limit: pool,
+                // The vector arm ranks by distance alone: a candidate's ids group it, and what
+                // a hit shows is read for the hits kept (fill_details).
+                projection: vec![
+                    ("session_id".to_owned(), "session_id".to_owned()),
+                    ("id".to_owned(), "id".to_owned()),
+                    ("_distance".to_owned(), "_distance".to_owned()),
+                ],
+                nprobes: Some(settings.nprobes),
+                refine_factor: Some(settings.refine_factor),
+                exact: settings.exact,
+            };
+            let batches = view.vector_search(&request).await?;
+            let recalled = recalled_rows(&batches, "_distance").map_err(invalid)?;
+            let mut hits = Vec::with_capacity(recalled.len());
+            for b in &batches {
+                hits.extend(candidates(b, Columns::Ids).map_err(invalid)?);
+            }
+            if hits.len() != recalled.len() {
+                return Err(invalid(format!(
+                    "{} distances and {} candidates in a vector search result",
+                    recalled.len(),
+                    hits.len()
+                )));
+            }
+            let mut rows: HashMap<(String, String), u64> = HashMap::with_capacity(hits.len());
+            for (h, (row, distance)) in hits.iter_mut().zip(&recalled) {
+                // Cosine similarity: 1 for the same direction.
+                h.score = 1.0 - distance;
+                h.recall_score = h.score;
+                rows.insert((h.session_id.clone(), h.message_id.clone()), *row);
+            }
+            let found = hits.len();
+            rounds.push((pool, found));
+            let groups = self.group(hits, limit).await?;
+            if groups.len() >= limit || found < pool || pool >= MAX_POOL {
+                return Ok(VectorArm {
+                    groups,
+                    view,
+                    rows,
+                    request,
+                    rounds,
+                });
+            }
+            pool = (pool * 4).min(MAX_POOL);
+        }
+    }
+
     /// The full-text arm: the best `limit` sessions by BM25, with the retriever that ran.
     async fn full_text(
         &self,
         q: &SearchQuery<'_>,
         limit: usize,
         min_score: Option<f32>,
+    ) -> Result<(Vec<SessionGroup>, SearchTrace, &'static str), StoreError> {
+        let filter = self.filter_predicate(&q.filters).await?;
+        self.full_text_filtered(q, limit, min_score, filter).await
+    }
+
+    /// [`Self::full_text`] with the filters already made a predicate.
+    async fn full_text_filtered(
+        &self,
+        q: &SearchQuery<'_>,
+        limit: usize,
+        min_score: Option<f32>,
+        filter: Option<String>,
     ) -> Result<(Vec<SessionGroup>, SearchTrace, &'static str), StoreError> {
         let substrate = self.substrate();
         let mut analyzer = TextAnalyzer::for_index(SEARCH_TEXT_INDEX.kind)?;
@@ -364,7 +433,6 @@ impl SessionStore {
         let recall = recall_terms(&query, |t| df.get(t).copied().unwrap_or(0));
         let recall_names: Vec<&str> = recall.iter().map(|r| r.window.term.as_str()).collect();
         let ranker = Ranker::new(&query, &stats, &recall_names);
-        let filter = self.filter_predicate(&q.filters).await?;
         let mut trace = SearchTrace {
             terms: trace_terms(&query, &stats),
             documents: stats.documents,
@@ -411,8 +479,8 @@ impl SessionStore {
                 limit: pool,
                 projection: vec![("_score".to_owned(), "_score".to_owned())],
             };
-            let recalled =
-                recalled_rows(&view.full_text_search(&request).await?).map_err(invalid)?;
+            let recalled = recalled_rows(&view.full_text_search(&request).await?, "_score")
+                .map_err(invalid)?;
             let found = recalled.len();
             trace.rounds.push((pool, found));
             let row_ids: Vec<u64> = recalled.iter().map(|r| r.0).collect();
@@ -744,18 +812,19 @@ fn candidate_projection() -> Vec<(String, String)> {
     columns
 }
 
-/// The row id and Lance's score of each row a recall query returned, in its order.
-fn recalled_rows(batches: &[RecordBatch]) -> Result<Vec<(u64, f32)>, String> {
+/// The row id and Lance's `score` column (`_score` of the inverted index, `_distance` of a
+/// vector search) of each row a query returned, in its order.
+fn recalled_rows(batches: &[RecordBatch], score: &str) -> Result<Vec<(u64, f32)>, String> {
     let mut out = Vec::new();
     for b in batches {
         let rows = b
             .column_by_name("_rowid")
             .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-            .ok_or("_rowid missing from a full-text search result")?;
+            .ok_or("_rowid missing from a search result")?;
         let scores = b
-            .column_by_name("_score")
+            .column_by_name(score)
             .and_then(|c| c.as_primitive_opt::<Float32Type>())
-            .ok_or("_score missing from a full-text search result")?;
+            .ok_or_else(|| format!("{score} missing from a search result"))?;
         out.extend(
             rows.values()
                 .iter()
