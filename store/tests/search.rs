@@ -387,6 +387,64 @@ async fn results_are_the_same_before_and_after_update_indexes() {
     assert_eq!(run(&store).await, partly, "folding changed the results");
 }
 
+/// Reads go through a handle of their own (io_uring where the kernel allows it, docs/decisions.md
+/// "Local reads through io_uring") and still see each write the moment it commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_through_their_own_handle_see_each_write_at_once() {
+    use pond_store::sessions::schema::MESSAGES;
+    use pond_store::substrate::uring_reads;
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = Corpus::new(&dir.path().join("src"));
+    corpus.session(
+        "/work/u",
+        "u001",
+        None,
+        "2026-04-01T10:00:00Z",
+        &["the heron lands"],
+    );
+    let store = SessionStore::open(dir.path().join("store").to_str().unwrap());
+    corpus.sync(&store).await;
+    let read = store
+        .substrate()
+        .read_dataset(&MESSAGES)
+        .await
+        .unwrap()
+        .unwrap();
+    let write = store.substrate().dataset(&MESSAGES).await.unwrap().unwrap();
+    if uring_reads() {
+        assert!(read.uri().starts_with("file+uring:///"), "{}", read.uri());
+    } else {
+        eprintln!(
+            "io_uring is not available here (or POND_IO_URING=0): reads share the writers' handle"
+        );
+        assert_eq!(read.uri(), write.uri());
+    }
+    assert!(!write.uri().starts_with("file+uring"), "{}", write.uri());
+    let found = |o: &SearchOutcome| -> Vec<String> {
+        o.groups.iter().map(|g| g.session.id.to_string()).collect()
+    };
+    assert_eq!(
+        found(&store.search(&query("heron", 10)).await.unwrap()),
+        ["u001"]
+    );
+    // A second session, written after the read handle was opened: the next read sees it.
+    corpus.session(
+        "/work/u",
+        "u002",
+        None,
+        "2026-04-02T10:00:00Z",
+        &["a heron again"],
+    );
+    corpus.sync(&store).await;
+    let mut both = found(&store.search(&query("heron", 10)).await.unwrap());
+    both.sort();
+    assert_eq!(both, ["u001", "u002"]);
+    let (rows, version) = store.substrate().stats(&MESSAGES).await.unwrap();
+    assert_eq!(rows, 2);
+    let latest = store.substrate().dataset(&MESSAGES).await.unwrap().unwrap();
+    assert_eq!(version, Some(latest.version().version));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sub_agent_hits_are_grouped_under_their_root_session() {
     let dir = tempfile::tempdir().unwrap();

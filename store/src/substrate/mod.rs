@@ -210,7 +210,33 @@ pub struct Substrate {
     backend: Backend,
     session: Arc<Session>,
     handles: Mutex<HashMap<&'static str, Handle>>,
+    /// The handles reads go through when they differ from the writers' (local reads through
+    /// io_uring, [`uring_reads`]).
+    reads: Mutex<HashMap<&'static str, Handle>>,
     retry: RetryPolicy,
+}
+
+/// Whether local reads go through io_uring: on Linux, when the kernel lets this process set up
+/// a ring (a container's seccomp profile may not), unless `POND_IO_URING=0`. Lance's local
+/// reader hands every read to a blocking thread and waits for it, which was a third of a
+/// search's CPU in the kernel; its io_uring reader (the `file+uring://` scheme) does not
+/// (docs/decisions.md, "Local reads through io_uring"). Only reads: Lance commits through a
+/// `file+uring://` URI without its conflict check, so writes keep `file://`.
+pub fn uring_reads() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        if std::env::var("POND_IO_URING").is_ok_and(|v| v.trim() == "0") {
+            return false;
+        }
+        #[cfg(target_os = "linux")]
+        {
+            io_uring::IoUring::new(8).is_ok()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            false
+        }
+    })
 }
 
 impl Substrate {
@@ -228,6 +254,7 @@ impl Substrate {
             root_location: location,
             session,
             handles: Mutex::new(HashMap::new()),
+            reads: Mutex::new(HashMap::new()),
             retry,
         }
     }
@@ -258,10 +285,46 @@ impl Substrate {
         format!("{}/{table}.lance", self.root())
     }
 
-    /// The latest dataset of `spec`, or `None` when the table was never written.
-    /// lance-handle-freshness: a cached handle is re-checked once older than the backend's window.
+    /// The latest dataset of `spec`, or `None` when the table was never written: the handle
+    /// writes go through.
     pub async fn dataset(&self, spec: &TableSpec) -> Result<Option<Arc<Dataset>>, StoreError> {
-        let mut handles = self.handles.lock().await;
+        self.cached(spec, &self.handles, &self.location(spec.name))
+            .await
+    }
+
+    /// The latest dataset of `spec` for reading: on a local store where [`uring_reads`], one
+    /// opened through `file+uring://` (its own handle, checked for freshness as the writers'
+    /// is), else the writers' handle.
+    pub async fn read_dataset(&self, spec: &TableSpec) -> Result<Option<Arc<Dataset>>, StoreError> {
+        match self.uring_location(spec.name) {
+            Some(uri) => self.cached(spec, &self.reads, &uri).await,
+            None => self.dataset(spec).await,
+        }
+    }
+
+    /// The `file+uring://` URI of a local table, when local reads go through io_uring.
+    fn uring_location(&self, table: &str) -> Option<String> {
+        if self.backend != Backend::Local || !uring_reads() {
+            return None;
+        }
+        let root = self.root();
+        let path = root.strip_prefix("file://").unwrap_or(root);
+        let absolute = std::path::absolute(path).ok()?;
+        Some(format!(
+            "file+uring://{}/{table}.lance",
+            absolute.to_str()?.trim_end_matches('/')
+        ))
+    }
+
+    /// The cached handle of `spec` in `handles`, opened from `uri` the first time.
+    /// lance-handle-freshness: a cached handle is re-checked once older than the backend's window.
+    async fn cached(
+        &self,
+        spec: &TableSpec,
+        handles: &Mutex<HashMap<&'static str, Handle>>,
+        uri: &str,
+    ) -> Result<Option<Arc<Dataset>>, StoreError> {
+        let mut handles = handles.lock().await;
         if let Some(h) = handles.get_mut(spec.name) {
             if h.checked.elapsed() >= self.backend.staleness_window() {
                 let latest = self
@@ -283,12 +346,11 @@ impl Substrate {
             }
             return Ok(Some(h.dataset.clone()));
         }
-        let uri = self.location(spec.name);
         let opened = self
             .retry
             .run_opt(spec.name, || {
                 // lance-chokepoints-storage: the storage options, always explicit.
-                DatasetBuilder::from_uri(&uri)
+                DatasetBuilder::from_uri(uri)
                     .with_session(self.session.clone())
                     .with_storage_options(self.root_location.options().to_lance())
                     .load()
@@ -327,7 +389,7 @@ impl Substrate {
         spec: &TableSpec,
         configure: impl Fn(&mut Scanner) -> lance::Result<()>,
     ) -> Result<String, StoreError> {
-        let Some(ds) = self.dataset(spec).await? else {
+        let Some(ds) = self.read_dataset(spec).await? else {
             return Ok(format!(
                 "{} has never been written: nothing is searched",
                 spec.name
@@ -353,7 +415,7 @@ impl Substrate {
         mut fold: impl FnMut(&mut S, &RecordBatch),
     ) -> Result<S, StoreError> {
         use futures::StreamExt;
-        let Some(ds) = self.dataset(spec).await? else {
+        let Some(ds) = self.read_dataset(spec).await? else {
             return Ok(init());
         };
         let mut attempt = 0;
@@ -538,6 +600,7 @@ impl Substrate {
 
     async fn forget(&self, table: &'static str) {
         self.handles.lock().await.remove(table);
+        self.reads.lock().await.remove(table);
     }
 
     /// lance-table-creation: stable row ids, the primary key marked in the schema, the current
@@ -570,7 +633,7 @@ impl Substrate {
 
     /// Row count and version of `spec` (zero and `None` for a table never written).
     pub async fn stats(&self, spec: &TableSpec) -> Result<(u64, Option<u64>), StoreError> {
-        let Some(ds) = self.dataset(spec).await? else {
+        let Some(ds) = self.read_dataset(spec).await? else {
             return Ok((0, None));
         };
         let rows = self.retry.run(spec.name, || ds.count_rows(None)).await?;

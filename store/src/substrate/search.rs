@@ -191,7 +191,7 @@ impl Substrate {
     /// The current version of `spec` for reads that must agree (see [`ReadView`]); `None` when
     /// the table was never written.
     pub async fn read_view(&self, spec: &TableSpec) -> Result<Option<ReadView>, StoreError> {
-        Ok(self.dataset(spec).await?.map(|dataset| ReadView {
+        Ok(self.read_dataset(spec).await?.map(|dataset| ReadView {
             table: spec.name,
             dataset,
             retry: self.retry,
@@ -226,7 +226,7 @@ impl Substrate {
             document_frequency: vec![0; terms.len()],
             ..TermStats::default()
         };
-        let Some(ds) = self.dataset(spec).await? else {
+        let Some(ds) = self.read_dataset(spec).await? else {
             return Ok(stats);
         };
         let invalid = |detail: String| StoreError::Invalid {

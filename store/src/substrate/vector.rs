@@ -97,7 +97,7 @@ impl Substrate {
     /// Rows of `spec` the predicate admits (all rows with `None`); zero for a table never
     /// written.
     pub async fn count(&self, spec: &TableSpec, filter: Option<&str>) -> Result<u64, StoreError> {
-        let Some(ds) = self.dataset(spec).await? else {
+        let Some(ds) = self.read_dataset(spec).await? else {
             return Ok(0);
         };
         let filter = filter.map(str::to_owned);
