@@ -18,6 +18,8 @@ use std::process::ExitCode;
 pub struct DataArgs {
     /// The store: a directory, `file://...`, or an object-store URI (`s3://bucket/prefix`,
     /// `gs://...`, `az://...`; settings from the AWS variables or `[storage]` in config.toml).
+    /// On Linux a local store is read through io_uring where the kernel allows it
+    /// (POND_IO_URING=0 turns that off).
     #[arg(long = "data", value_name = "URI", env = "POND_DATA", global = true)]
     data: Option<String>,
     /// The namespace under the store (`pond namespace list`); the store's own (`default`)

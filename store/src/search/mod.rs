@@ -53,7 +53,7 @@ pub const RANK_CHARS: usize = 64 * 1024;
 const POOL_PER_RESULT: usize = 20;
 /// The vector arm's candidates per session wanted, to start with: nearest neighbours of one
 /// message cluster in fewer sessions than BM25's candidates do, and each is a read of its
-/// vector (docs/benchmarks.md, "Hybrid search at 1M messages: the arms at once").
+/// vector (docs/benchmarks.md, "Hybrid and full-text at 1M: the arms at once, ...").
 const VECTOR_POOL_PER_RESULT: usize = 5;
 const MIN_POOL: usize = 100;
 /// The largest candidate pool.
@@ -242,7 +242,7 @@ impl SessionStore {
     ) -> Result<SearchOutcome, StoreError> {
         let arm_limit = q.limit.saturating_mul(2).max(MIN_ARM_SESSIONS);
         // The two arms share nothing but the prefilter: they run at once, each on its own
-        // reads (docs/benchmarks.md, "Hybrid search at 1M messages: the arms at once").
+        // reads (docs/benchmarks.md, "Hybrid and full-text at 1M: the arms at once, ...").
         let filter = self.filter_predicate(&q.filters).await?;
         let (text_arm, vector_arm) = futures::try_join!(
             self.full_text_filtered(q, arm_limit, None, filter.clone()),
