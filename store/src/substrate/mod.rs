@@ -303,17 +303,16 @@ impl Substrate {
     }
 
     /// The `file+uring://` URI of a local table, when local reads go through io_uring.
+    /// The table's place is still [`Self::location`]'s (lance-chokepoints-catalog); only the
+    /// scheme differs, and the path is made absolute as the URI form needs.
     fn uring_location(&self, table: &str) -> Option<String> {
         if self.backend != Backend::Local || !uring_reads() {
             return None;
         }
-        let root = self.root();
-        let path = root.strip_prefix("file://").unwrap_or(root);
+        let uri = self.location(table);
+        let path = uri.strip_prefix("file://").unwrap_or(&uri);
         let absolute = std::path::absolute(path).ok()?;
-        Some(format!(
-            "file+uring://{}/{table}.lance",
-            absolute.to_str()?.trim_end_matches('/')
-        ))
+        Some(format!("file+uring://{}", absolute.to_str()?))
     }
 
     /// The cached handle of `spec` in `handles`, opened from `uri` the first time.
