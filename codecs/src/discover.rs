@@ -1,7 +1,7 @@
 //! Small lookups every codec needs the same way: a source's path relative to the input root, and
 //! a named string somewhere inside a source record's options.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::path::Path;
 
 /// `path` relative to `root`, with `/` separators (the form `Origin` records).
@@ -14,23 +14,26 @@ pub(crate) fn relative_of(root: &Path, path: &Path) -> String {
         .join("/")
 }
 
-/// The first non-empty string under one of `keys` in `v`, searched breadth-first to depth 4:
-/// how a foreign writer finds a model or provider id wherever a source harness kept it.
-pub(crate) fn find_str<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a str> {
-    let mut level = vec![v];
+/// The first non-empty string under one of `keys` in the object `o`, searched breadth-first to
+/// depth 4: how a foreign writer finds a model or provider id wherever a source harness kept
+/// it. Borrowed: a writer asks this of every assistant message's options, and a copy of them
+/// (reasoning's encrypted content and all) cost more than writing the message.
+pub(crate) fn find_str<'a>(o: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
+    let mut level = vec![o];
     for _ in 0..4 {
         let mut next = Vec::new();
-        for v in level {
-            if let Value::Object(o) = v {
-                for k in keys {
-                    if let Some(Value::String(s)) = o.get(*k)
-                        && !s.is_empty()
-                    {
-                        return Some(s);
-                    }
+        for o in level {
+            for k in keys {
+                if let Some(Value::String(s)) = o.get(*k)
+                    && !s.is_empty()
+                {
+                    return Some(s);
                 }
-                next.extend(o.values().filter(|v| v.is_object()));
             }
+            next.extend(o.values().filter_map(Value::as_object));
+        }
+        if next.is_empty() {
+            break;
         }
         level = next;
     }

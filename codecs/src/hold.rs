@@ -6,7 +6,6 @@
 use crate::discover::find_str;
 use crate::face::{CarriedLine, Losses, Target, WriteError};
 use pond_canonical::{Message, Provenance, Session};
-use serde_json::Value;
 
 /// How many messages a writer holds while the oldest waits for tool results (later responses,
 /// results, a Codex `developer` notice between a call and its output); one more and the oldest
@@ -47,12 +46,12 @@ impl Prelude {
             return false;
         };
         if let Message::Assistant(a) = m {
-            let opts = Value::Object(a.options.clone());
+            let opts = &a.options;
             if self.model.is_none() {
-                self.model = find_str(&opts, MODEL_KEYS).map(str::to_owned);
+                self.model = find_str(opts, MODEL_KEYS).map(str::to_owned);
             }
             if self.provider.is_none() {
-                self.provider = find_str(&opts, &["providerID", "provider", "model_provider"])
+                self.provider = find_str(opts, &["providerID", "provider", "model_provider"])
                     .map(str::to_owned);
             }
         }
@@ -75,18 +74,18 @@ impl Prelude {
     /// now, in order); nothing more is held after. `None` once decided.
     pub(crate) fn release(&mut self, session: &Session) -> Option<(String, String, Vec<Message>)> {
         let held = self.held.take()?;
-        let session_opts = Value::Object(session.options.clone());
+        let session_opts = &session.options;
         let provider = self
             .provider
             .take()
             .or_else(|| {
-                find_str(&session_opts, &["providerID", "model_provider"]).map(str::to_owned)
+                find_str(session_opts, &["providerID", "model_provider"]).map(str::to_owned)
             })
             .unwrap_or_else(|| default_provider(&session.source_agent).to_owned());
         let model = self
             .model
             .take()
-            .or_else(|| find_str(&session_opts, MODEL_KEYS).map(str::to_owned))
+            .or_else(|| find_str(session_opts, MODEL_KEYS).map(str::to_owned))
             .unwrap_or_else(|| "unknown".to_owned());
         Some((provider, model, held))
     }

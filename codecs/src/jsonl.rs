@@ -920,10 +920,6 @@ pub(crate) fn write_value_map(out: &mut Vec<u8>, map: &Map<String, Value>) {
 /// `PrettyFormatter::with_indent(b"  ")` writes, as if nested `depth` levels deep (every line
 /// after the first is indented by `depth` more levels).
 pub(crate) fn write_value_pretty(out: &mut Vec<u8>, value: &Value, depth: usize) {
-    fn newline(out: &mut Vec<u8>, depth: usize) {
-        out.push(b'\n');
-        out.resize(out.len() + 2 * depth, b' ');
-    }
     match value {
         Value::Array(items) if !items.is_empty() => {
             out.push(b'[');
@@ -953,6 +949,115 @@ pub(crate) fn write_value_pretty(out: &mut Vec<u8>, value: &Value, depth: usize)
         }
         // Scalars, `[]` and `{}` are written as compact JSON writes them.
         other => write_value(out, other),
+    }
+}
+
+/// A line break and the indent of `depth` levels, as serde_json's pretty printer writes them.
+fn newline(out: &mut Vec<u8>, depth: usize) {
+    out.push(b'\n');
+    out.resize(out.len() + 2 * depth, b' ');
+}
+
+/// An object written pretty-printed member by member, byte for byte what [`write_value_pretty`]
+/// writes for the `Map` of the same members in the same order (`{}` for none): for a document
+/// of a fixed shape, written without building a `Map` (and hashing its keys) to write it once.
+pub(crate) struct PrettyObject<'a> {
+    out: &'a mut Vec<u8>,
+    depth: usize,
+    empty: bool,
+}
+
+impl<'a> PrettyObject<'a> {
+    /// Opens an object nested `depth` levels deep.
+    pub(crate) fn new(out: &'a mut Vec<u8>, depth: usize) -> Self {
+        out.push(b'{');
+        Self {
+            out,
+            depth,
+            empty: true,
+        }
+    }
+
+    /// Starts the member `key`; its value goes into what this returns, at `depth + 1`.
+    pub(crate) fn key(&mut self, key: &str) -> &mut Vec<u8> {
+        if !std::mem::take(&mut self.empty) {
+            self.out.push(b',');
+        }
+        newline(self.out, self.depth + 1);
+        write_str(self.out, key);
+        self.out.extend_from_slice(b": ");
+        self.out
+    }
+
+    pub(crate) fn str(&mut self, key: &str, value: &str) -> &mut Self {
+        write_str(self.key(key), value);
+        self
+    }
+
+    pub(crate) fn int(&mut self, key: &str, value: i64) -> &mut Self {
+        // serde_json writes integers with itoa: the same digits as `Display`.
+        std::io::Write::write_fmt(self.key(key), format_args!("{value}"))
+            .expect("writes into memory");
+        self
+    }
+
+    pub(crate) fn bool(&mut self, key: &str, value: bool) -> &mut Self {
+        let text: &[u8] = if value { b"true" } else { b"false" };
+        self.key(key).extend_from_slice(text);
+        self
+    }
+
+    /// A member whose value is a `Value`, pretty-printed.
+    pub(crate) fn value(&mut self, key: &str, value: &Value) -> &mut Self {
+        let depth = self.depth + 1;
+        write_value_pretty(self.key(key), value, depth);
+        self
+    }
+
+    /// A member whose value is an object, its members written by `members`.
+    pub(crate) fn object(
+        &mut self,
+        key: &str,
+        members: impl FnOnce(&mut PrettyObject<'_>),
+    ) -> &mut Self {
+        let depth = self.depth + 1;
+        let mut inner = PrettyObject::new(self.key(key), depth);
+        members(&mut inner);
+        inner.end();
+        self
+    }
+
+    /// A member whose value is an array of `items`, each written by `item` (given its index
+    /// and its depth).
+    pub(crate) fn array<T>(
+        &mut self,
+        key: &str,
+        items: &[T],
+        mut item: impl FnMut(&mut Vec<u8>, usize, &T, usize),
+    ) -> &mut Self {
+        let depth = self.depth + 1;
+        let out = self.key(key);
+        out.push(b'[');
+        for (i, x) in items.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            newline(out, depth + 1);
+            item(out, i, x, depth + 1);
+        }
+        if !items.is_empty() {
+            newline(out, depth);
+        }
+        out.push(b']');
+        self
+    }
+
+    /// Closes the object.
+    pub(crate) fn end(self) {
+        if !self.empty {
+            newline(self.out, self.depth);
+        }
+        self.out.push(b'}');
     }
 }
 
@@ -1289,6 +1394,50 @@ mod tests {
                 assert_eq!(String::from_utf8_lossy(&out), expected);
             }
         }
+    }
+
+    #[test]
+    fn an_object_written_member_by_member_is_the_pretty_map() {
+        let expected = serde_json::json!({
+            "s": "a\"b\n", "n": -17, "t": true, "f": false, "empty": {}, "none": [],
+            "v": {"x": [1, "two", {"three": null}], "y": {}},
+            "inner": {"deep": {"k": 0}},
+            "list": [{"i": 0}, {}, {"i": 2}],
+        });
+        for depth in [0, 2] {
+            let mut want = Vec::new();
+            write_value_pretty(&mut want, &expected, depth);
+            let mut got = Vec::new();
+            let mut o = PrettyObject::new(&mut got, depth);
+            o.str("s", "a\"b\n")
+                .int("n", -17)
+                .bool("t", true)
+                .bool("f", false);
+            o.object("empty", |_| {})
+                .array::<u8>("none", &[], |_, _, _, _| {});
+            o.value("v", &expected["v"]);
+            o.object("inner", |i| {
+                i.object("deep", |d| {
+                    d.int("k", 0);
+                });
+            });
+            o.array("list", &[Some(0), None, Some(2)], |out, at, item, depth| {
+                let mut e = PrettyObject::new(out, depth);
+                if let Some(i) = item {
+                    assert_eq!(at as i64, *i);
+                    e.int("i", *i);
+                }
+                e.end();
+            });
+            o.end();
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&want)
+            );
+        }
+        let mut none = Vec::new();
+        PrettyObject::new(&mut none, 3).end();
+        assert_eq!(none, b"{}");
     }
 
     #[test]

@@ -38,7 +38,7 @@
 use crate::discover::find_str;
 use crate::face::{At, Losses, Target, WriteError};
 use crate::hold::{Prelude, Streamed};
-use crate::jsonl;
+use crate::jsonl::{self, PrettyObject};
 use pond_canonical::{AssistantPart, FileData, Message, PartRef, Provenance, Session, ToolPart};
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -67,13 +67,26 @@ pub(crate) fn hash128(s: &str) -> u128 {
 const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// An opencode id: `prefix_` + 12 hex digits of the low 48 bits of `n` + 14 base62 characters
-/// from a hash of `seed` (opencode.md section 6).
+/// from a hash of `seed` (opencode.md section 6): the hash's base-62 digits, lowest first.
 fn oc_id(prefix: &str, n: u128, seed: &str) -> String {
-    let mut id = format!("{prefix}_{:012x}", n & ((1u128 << 48) - 1));
-    let mut h = hash128(seed);
-    for _ in 0..14 {
-        id.push(char::from(BASE62[(h % 62) as usize]));
-        h /= 62;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    // 62^7 < 2^42: the hash splits into two 7-digit halves, each worked in 64-bit arithmetic
+    // (two 128-bit divisions per id instead of 28; a conversion makes one id per part).
+    const HALF: u128 = 62u128.pow(7);
+    let mut id = String::with_capacity(prefix.len() + 1 + 12 + 14);
+    id.push_str(prefix);
+    id.push('_');
+    let low = (n & ((1u128 << 48) - 1)) as u64;
+    for shift in (0..12).rev() {
+        id.push(char::from(HEX[((low >> (shift * 4)) & 0xf) as usize]));
+    }
+    let h = hash128(seed);
+    for half in [(h % HALF) as u64, ((h / HALF) % HALF) as u64] {
+        let mut d = half;
+        for _ in 0..7 {
+            id.push(char::from(BASE62[(d % 62) as usize]));
+            d /= 62;
+        }
     }
     id
 }
@@ -126,7 +139,160 @@ pub(crate) fn output_text(v: &Value, losses: &mut Losses, at: &str) -> String {
 /// One opencode part under construction, with the seed its id derives from.
 struct PartOut {
     seed: String,
-    body: Map<String, Value>,
+    body: Body,
+}
+
+/// What a part of the export holds besides `id`, `sessionID` and `messageID`: its members in
+/// the order they are written. Typed, and written straight to JSON text (no `Map` per part:
+/// building and hashing those took a fifth of a conversion into opencode).
+enum Body {
+    Text {
+        text: String,
+        /// Injected text (model-part-provenance): opencode's `synthetic`.
+        synthetic: bool,
+    },
+    /// Timed by its message (opencode.md 5.2: reasoning needs `time{start,end}`).
+    Reasoning {
+        text: String,
+    },
+    File {
+        mime: String,
+        filename: Option<String>,
+        url: String,
+    },
+    Tool {
+        call_id: String,
+        tool: String,
+        state: ToolState,
+    },
+    StepStart,
+    StepFinish {
+        reason: &'static str,
+    },
+}
+
+/// A tool part's `state`.
+enum ToolState {
+    /// Waiting for its result; opencode replays a call left so as interrupted.
+    Running { input: Value, start: i64 },
+    Completed {
+        input: Value,
+        output: String,
+        title: String,
+        start: i64,
+        end: i64,
+    },
+    Failed {
+        input: Value,
+        error: String,
+        start: i64,
+        end: i64,
+    },
+}
+
+impl Body {
+    /// Writes the part's members; `created` is its message's time.
+    fn write(&self, o: &mut PrettyObject<'_>, created: i64) {
+        match self {
+            Body::Text { text, synthetic } => {
+                o.str("type", "text").str("text", text);
+                if *synthetic {
+                    o.bool("synthetic", true);
+                }
+            }
+            Body::Reasoning { text } => {
+                o.str("type", "reasoning")
+                    .str("text", text)
+                    .object("time", |t| {
+                        t.int("start", created).int("end", created);
+                    });
+            }
+            Body::File {
+                mime,
+                filename,
+                url,
+            } => {
+                o.str("type", "file").str("mime", mime);
+                if let Some(name) = filename {
+                    o.str("filename", name);
+                }
+                o.str("url", url);
+            }
+            Body::Tool {
+                call_id,
+                tool,
+                state,
+            } => {
+                o.str("type", "tool")
+                    .str("callID", call_id)
+                    .str("tool", tool)
+                    .object("state", |o| state.write(o));
+            }
+            Body::StepStart => {
+                o.str("type", "step-start");
+            }
+            Body::StepFinish { reason } => {
+                o.str("type", "step-finish")
+                    .str("reason", reason)
+                    .int("cost", 0);
+                zero_tokens(o);
+            }
+        }
+    }
+
+    /// When a tool part's result came, if it came.
+    fn end(&self) -> Option<i64> {
+        match self {
+            Body::Tool {
+                state: ToolState::Completed { end, .. } | ToolState::Failed { end, .. },
+                ..
+            } => Some(*end),
+            _ => None,
+        }
+    }
+}
+
+impl ToolState {
+    fn write(&self, o: &mut PrettyObject<'_>) {
+        match self {
+            ToolState::Running { input, start } => {
+                o.str("status", "running")
+                    .value("input", input)
+                    .object("time", |t| {
+                        t.int("start", *start);
+                    });
+            }
+            ToolState::Completed {
+                input,
+                output,
+                title,
+                start,
+                end,
+            } => {
+                o.str("status", "completed")
+                    .value("input", input)
+                    .str("output", output)
+                    .str("title", title)
+                    .object("metadata", |_| {})
+                    .object("time", |t| {
+                        t.int("start", *start).int("end", *end);
+                    });
+            }
+            ToolState::Failed {
+                input,
+                error,
+                start,
+                end,
+            } => {
+                o.str("status", "error")
+                    .value("input", input)
+                    .str("error", error)
+                    .object("time", |t| {
+                        t.int("start", *start).int("end", *end);
+                    });
+            }
+        }
+    }
 }
 
 /// One opencode message under construction.
@@ -135,7 +301,10 @@ struct MsgOut {
     assistant: bool,
     created: i64,
     id: String,
-    info: Map<String, Value>,
+    /// An assistant message's `parentID` (empty for a user message).
+    parent: String,
+    provider: String,
+    model: String,
     parts: Vec<PartOut>,
 }
 
@@ -208,60 +377,35 @@ impl ForeignDoc {
         let (created, counter) = self.tick(millis(m.timestamp()), &at);
         let seed = format!("{}/{}", self.session.id, m.id());
         let id = oc_id("msg", (created as u128) * 0x1000 + counter, &seed);
-        let mut info = Map::new();
-        info.insert("id".into(), Value::from(id.as_str()));
-        info.insert("sessionID".into(), Value::from(self.sid.as_str()));
-        info.insert(
-            "role".into(),
-            Value::from(if assistant { "assistant" } else { "user" }),
-        );
-        let project = self.session.project.as_str();
-        if assistant {
-            info.insert(
-                "time".into(),
-                json!({"created": created, "completed": created}),
-            );
+        let (parent, provider, model) = if assistant {
             let parent = self
                 .last_user
                 .clone()
                 .or_else(|| self.last_id.clone())
                 .unwrap_or_else(|| id.clone());
-            info.insert("parentID".into(), Value::from(parent));
-            let opts = Value::Object(m.options().clone());
-            let model = find_str(&opts, &["model", "modelID", "modelId"])
-                .unwrap_or(&self.model)
-                .to_owned();
-            let provider = find_str(&opts, &["providerID", "provider", "model_provider"])
-                .unwrap_or(&self.provider)
-                .to_owned();
-            info.insert("modelID".into(), Value::from(model));
-            info.insert("providerID".into(), Value::from(provider));
-            info.insert("mode".into(), Value::from("build"));
-            info.insert("agent".into(), Value::from("build"));
-            info.insert("path".into(), json!({"cwd": project, "root": project}));
-            info.insert("cost".into(), Value::from(0));
-            info.insert("tokens".into(), zero_tokens());
+            let opts = m.options();
+            let model = find_str(opts, &["model", "modelID", "modelId"]).unwrap_or(&self.model);
+            let provider = find_str(opts, &["providerID", "provider", "model_provider"])
+                .unwrap_or(&self.provider);
+            (parent, provider.to_owned(), model.to_owned())
         } else {
-            info.insert("time".into(), json!({"created": created}));
-            info.insert("agent".into(), Value::from("build"));
-            info.insert(
-                "model".into(),
-                json!({"providerID": self.provider, "modelID": self.model}),
-            );
-        }
+            (String::new(), self.provider.clone(), self.model.clone())
+        };
         self.last_id = Some(id.clone());
         self.held.push_back(MsgOut {
             seed,
             assistant,
             created,
             id,
-            info,
+            parent,
+            provider,
+            model,
             parts: Vec::new(),
         });
         self.held.len() - 1
     }
 
-    fn push_part(&mut self, msg: usize, seed: String, body: Map<String, Value>) -> usize {
+    fn push_part(&mut self, msg: usize, seed: String, body: Body) -> usize {
         let parts = &mut self.held[msg].parts;
         parts.push(PartOut { seed, body });
         parts.len() - 1
@@ -325,20 +469,14 @@ impl ForeignDoc {
                                     json!({ "input": other })
                                 }
                             };
-                            let start = millis(m.timestamp());
-                            let mut b = Map::new();
-                            b.insert("type".into(), Value::from("tool"));
-                            b.insert("callID".into(), Value::from(c.call_id.as_str()));
-                            b.insert("tool".into(), Value::from(c.name.as_str()));
-                            b.insert(
-                                "state".into(),
-                                jsonl::object([
-                                    ("status", Value::from("running")),
-                                    ("input", input),
-                                    ("time", json!({ "start": start })),
-                                ]),
-                            );
-                            Some(b)
+                            Some(Body::Tool {
+                                call_id: c.call_id.as_str().to_owned(),
+                                tool: c.name.as_str().to_owned(),
+                                state: ToolState::Running {
+                                    input,
+                                    start: millis(m.timestamp()),
+                                },
+                            })
                         }
                         other => self.content_part(other, &at),
                     };
@@ -405,63 +543,49 @@ impl ForeignDoc {
         };
         let end = millis(ts);
         let output = output_text(r.result.as_value(), &mut self.losses, at);
-        let part = &mut self.held[mi - self.base].parts[pi].body;
-        let Some(Value::Object(state)) = part.get_mut("state") else {
+        let Body::Tool { tool, state, .. } = &mut self.held[mi - self.base].parts[pi].body else {
             return;
         };
-        if state.get("status").and_then(Value::as_str) != Some("running") {
+        let ToolState::Running { input, start } = state else {
             self.losses.record(
                 "duplicate_tool_result",
                 at,
                 "a second result for one tool call was dropped",
             );
             return;
-        }
-        let input = state.remove("input").unwrap_or(json!({}));
-        let start = state
-            .get("time")
-            .and_then(|t| t.get("start"))
-            .and_then(Value::as_i64)
-            .unwrap_or(end);
-        let name = part
-            .get("tool")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let new_state = if r.is_failure {
-            jsonl::object([
-                ("status", Value::from("error")),
-                ("input", input),
-                ("error", Value::from(output)),
-                ("time", json!({"start": start, "end": end.max(start)})),
-            ])
-        } else {
-            jsonl::object([
-                ("status", Value::from("completed")),
-                ("input", input),
-                ("output", Value::from(output)),
-                ("title", Value::from(name)),
-                ("metadata", json!({})),
-                ("time", json!({"start": start, "end": end.max(start)})),
-            ])
         };
-        part.insert("state".into(), new_state);
+        let (input, start) = (std::mem::take(input), *start);
+        let end = end.max(start);
+        *state = if r.is_failure {
+            ToolState::Failed {
+                input,
+                error: output,
+                start,
+                end,
+            }
+        } else {
+            ToolState::Completed {
+                input,
+                output,
+                title: tool.clone(),
+                start,
+                end,
+            }
+        };
         self.answered.insert(r.call_id.as_str().to_owned());
     }
 
     /// A text, reasoning or file part (tool parts are built by the caller).
-    fn content_part(&mut self, p: PartRef<'_>, at: &str) -> Option<Map<String, Value>> {
-        let mut b = Map::new();
-        match p {
+    fn content_part(&mut self, p: PartRef<'_>, at: &str) -> Option<Body> {
+        Some(match p {
             PartRef::Text(t) => {
                 if t.text.as_str().is_empty() {
                     return None;
                 }
-                b.insert("type".into(), Value::from("text"));
-                b.insert("text".into(), Value::from(t.text.as_str()));
                 // model-part-provenance: injected text is opencode's `synthetic` text.
-                if t.provenance == Provenance::Injected {
-                    b.insert("synthetic".into(), Value::Bool(true));
+                Body::Text {
+                    text: t.text.as_str().to_owned(),
+                    synthetic: t.provenance == Provenance::Injected,
                 }
             }
             PartRef::Reasoning(r) => {
@@ -475,10 +599,9 @@ impl ForeignDoc {
                 if r.text.as_str().is_empty() {
                     return None;
                 }
-                b.insert("type".into(), Value::from("reasoning"));
-                b.insert("text".into(), Value::from(r.text.as_str()));
-                // opencode.md 5.2: reasoning needs time{start,end}; set from its message in
-                // `finish`.
+                Body::Reasoning {
+                    text: r.text.as_str().to_owned(),
+                }
             }
             PartRef::File(f) => {
                 // opencode fetches a file part's URL when it replays it: a data URL must decode.
@@ -504,12 +627,11 @@ impl ForeignDoc {
                     FileData::Base64(d) => format!("data:{};base64,{}", f.media_type.as_str(), d),
                     FileData::Url(u) => u.clone(),
                 };
-                b.insert("type".into(), Value::from("file"));
-                b.insert("mime".into(), Value::from(f.media_type.as_str()));
-                if let Some(name) = &f.file_name {
-                    b.insert("filename".into(), Value::from(name.as_str()));
+                Body::File {
+                    mime: f.media_type.as_str().to_owned(),
+                    filename: f.file_name.as_ref().map(|n| n.as_str().to_owned()),
+                    url,
                 }
-                b.insert("url".into(), Value::from(url));
             }
             PartRef::ToolApprovalRequest(_) | PartRef::ToolApprovalResponse(_) => {
                 self.losses.record(
@@ -520,107 +642,107 @@ impl ForeignDoc {
                 return None;
             }
             PartRef::ToolCall(_) | PartRef::ToolResult(_) => return None,
-        }
-        Some(b)
+        })
     }
 
-    /// Gives every part of a finished message its id, `sessionID`, `messageID`, times and the
-    /// step frame, and notes the title and the session's last time.
-    fn finish_message(&mut self, mut m: MsgOut) -> Value {
+    /// Writes a finished message into the document at depth 2: every part with its id,
+    /// `sessionID`, `messageID` and times, an assistant message's parts framed in steps; and
+    /// notes the title and the session's last time.
+    fn finish_message(&mut self, m: MsgOut) {
         if self.title.is_none() {
             self.title = title_of(&m);
         }
-        let updated = &mut self.updated;
-        {
-            let mut parts = Vec::new();
-            if m.assistant {
-                let mut step = 0;
-                let frame = |kind: &str, step: usize, reason: &str| PartOut {
-                    seed: format!("{}#{kind}{step}", m.seed),
-                    body: match kind {
-                        "step-start" => {
-                            let mut b = Map::new();
-                            b.insert("type".into(), Value::from("step-start"));
-                            b
-                        }
-                        _ => {
-                            let mut b = Map::new();
-                            b.insert("type".into(), Value::from("step-finish"));
-                            b.insert("reason".into(), Value::from(reason));
-                            b.insert("cost".into(), Value::from(0));
-                            b.insert("tokens".into(), zero_tokens());
-                            b
-                        }
-                    },
-                };
-                parts.push(frame("step-start", step, ""));
-                let mut after_tool = false;
-                let mut has_tool = false;
-                for p in std::mem::take(&mut m.parts) {
-                    let is_tool = p.body.get("type").and_then(Value::as_str) == Some("tool");
-                    if after_tool && !is_tool {
-                        parts.push(frame("step-finish", step, "tool-calls"));
-                        step += 1;
-                        parts.push(frame("step-start", step, ""));
-                    }
-                    after_tool = is_tool;
-                    has_tool |= is_tool;
-                    parts.push(p);
+        let mut finish = "stop";
+        let parts = if m.assistant {
+            let frame = |step: usize, body: Body| PartOut {
+                seed: match body {
+                    Body::StepStart => format!("{}#step-start{step}", m.seed),
+                    _ => format!("{}#step-finish{step}", m.seed),
+                },
+                body,
+            };
+            let mut parts = Vec::with_capacity(m.parts.len() + 2);
+            let mut step = 0;
+            parts.push(frame(step, Body::StepStart));
+            let mut after_tool = false;
+            for p in m.parts {
+                let is_tool = matches!(p.body, Body::Tool { .. });
+                if after_tool && !is_tool {
+                    parts.push(frame(
+                        step,
+                        Body::StepFinish {
+                            reason: "tool-calls",
+                        },
+                    ));
+                    step += 1;
+                    parts.push(frame(step, Body::StepStart));
                 }
-                let reason = if after_tool { "tool-calls" } else { "stop" };
-                parts.push(frame("step-finish", step, reason));
-                m.info.insert(
-                    "finish".into(),
-                    Value::from(if has_tool && after_tool {
-                        "tool-calls"
-                    } else {
-                        "stop"
-                    }),
-                );
-                // The message completes when its last tool result arrived.
-                let mut completed = m.created;
-                for p in &parts {
-                    if let Some(end) = p
-                        .body
-                        .get("state")
-                        .and_then(|s| s.pointer("/time/end"))
-                        .and_then(Value::as_i64)
-                    {
-                        completed = completed.max(end);
-                    }
-                }
-                m.info.insert(
-                    "time".into(),
-                    json!({"created": m.created, "completed": completed}),
-                );
-                *updated = (*updated).max(completed);
-            } else {
-                parts = std::mem::take(&mut m.parts);
+                after_tool = is_tool;
+                parts.push(p);
             }
-            *updated = (*updated).max(m.created);
-            let mut out = Vec::new();
-            for (k, mut p) in parts.into_iter().enumerate() {
-                let id = oc_id(
-                    "prt",
-                    (m.created as u128) * 0x1000 + k as u128 + 1,
-                    &format!("{}#{}", m.seed, p.seed),
-                );
-                if p.body.get("type").and_then(Value::as_str) == Some("reasoning") {
-                    p.body
-                        .insert("time".into(), json!({"start": m.created, "end": m.created}));
-                }
-                let mut body = Map::new();
-                body.insert("id".into(), Value::from(id));
-                body.insert("sessionID".into(), Value::from(self.sid.as_str()));
-                body.insert("messageID".into(), Value::from(m.id.as_str()));
-                body.extend(p.body);
-                out.push(Value::Object(body));
+            if after_tool {
+                finish = "tool-calls";
             }
-            jsonl::object([
-                ("info", Value::Object(m.info)),
-                ("parts", Value::Array(out)),
-            ])
+            parts.push(frame(step, Body::StepFinish { reason: finish }));
+            parts
+        } else {
+            m.parts
+        };
+        // An assistant message completes when its last tool result arrived.
+        let completed = parts
+            .iter()
+            .filter_map(|p| p.body.end())
+            .fold(m.created, i64::max);
+        self.updated = self.updated.max(m.created);
+        if m.assistant {
+            self.updated = self.updated.max(completed);
         }
+        let project = self.session.project.as_str();
+        let (sid, out) = (self.sid.as_str(), &mut self.buf);
+        let mut doc = PrettyObject::new(out, 2);
+        doc.object("info", |o| {
+            o.str("id", &m.id).str("sessionID", sid);
+            if m.assistant {
+                o.str("role", "assistant")
+                    .object("time", |t| {
+                        t.int("created", m.created).int("completed", completed);
+                    })
+                    .str("parentID", &m.parent)
+                    .str("modelID", &m.model)
+                    .str("providerID", &m.provider)
+                    .str("mode", "build")
+                    .str("agent", "build")
+                    .object("path", |p| {
+                        p.str("cwd", project).str("root", project);
+                    })
+                    .int("cost", 0);
+                zero_tokens(o);
+                o.str("finish", finish);
+            } else {
+                o.str("role", "user")
+                    .object("time", |t| {
+                        t.int("created", m.created);
+                    })
+                    .str("agent", "build")
+                    .object("model", |t| {
+                        t.str("providerID", &m.provider).str("modelID", &m.model);
+                    });
+            }
+        });
+        doc.array("parts", &parts, |out, k, p, depth| {
+            let id = oc_id(
+                "prt",
+                (m.created as u128) * 0x1000 + k as u128 + 1,
+                &format!("{}#{}", m.seed, p.seed),
+            );
+            let mut o = PrettyObject::new(out, depth);
+            o.str("id", &id)
+                .str("sessionID", sid)
+                .str("messageID", &m.id);
+            p.body.write(&mut o, m.created);
+            o.end();
+        });
+        doc.end();
     }
 
     /// The session's `info`, once every message is written.
@@ -659,10 +781,11 @@ fn title_of(m: &MsgOut) -> Option<String> {
         return None;
     }
     for p in &m.parts {
-        if p.body.get("synthetic").is_some() {
-            continue;
-        }
-        if let Some(t) = p.body.get("text").and_then(Value::as_str) {
+        if let Body::Text {
+            text: t,
+            synthetic: false,
+        } = &p.body
+        {
             let line = t
                 .lines()
                 .find(|l| !l.trim().is_empty())
@@ -676,8 +799,16 @@ fn title_of(m: &MsgOut) -> Option<String> {
     None
 }
 
-fn zero_tokens() -> Value {
-    json!({"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}})
+/// The member `tokens` with every count zero (pond cannot know them).
+fn zero_tokens(o: &mut PrettyObject<'_>) {
+    o.object("tokens", |t| {
+        t.int("input", 0)
+            .int("output", 0)
+            .int("reasoning", 0)
+            .object("cache", |c| {
+                c.int("read", 0).int("write", 0);
+            });
+    });
 }
 
 impl ForeignDoc {
@@ -781,7 +912,7 @@ impl Streamed for ForeignDoc {
             return;
         };
         for p in &m.parts {
-            if let Some(call) = p.body.get("callID").and_then(Value::as_str)
+            if let Body::Tool { call_id: call, .. } = &p.body
                 && self.calls.get(call).is_some_and(|(i, _)| *i == self.base)
             {
                 self.calls.remove(call);
@@ -795,14 +926,13 @@ impl Streamed for ForeignDoc {
             }
         }
         self.base += 1;
-        let value = self.finish_message(m);
         self.buf.extend_from_slice(if self.started {
             b",\n    "
         } else {
             b"{\n  \"messages\": [\n    "
         });
         self.started = true;
-        jsonl::write_value_pretty(&mut self.buf, &value, 2);
+        self.finish_message(m);
     }
 
     fn pending(&mut self) -> (&str, &mut Losses, &mut Vec<u8>) {
@@ -812,9 +942,45 @@ impl Streamed for ForeignDoc {
 
 /// Whether a part is a tool call still waiting for its result.
 fn running(p: &PartOut) -> bool {
-    p.body
-        .get("state")
-        .and_then(|s| s.get("status"))
-        .and_then(Value::as_str)
-        == Some("running")
+    matches!(
+        p.body,
+        Body::Tool {
+            state: ToolState::Running { .. },
+            ..
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The id as first written: one 128-bit division by 62 per digit.
+    fn oc_id_by_division(prefix: &str, n: u128, seed: &str) -> String {
+        let mut id = format!("{prefix}_{:012x}", n & ((1u128 << 48) - 1));
+        let mut h = hash128(seed);
+        for _ in 0..14 {
+            id.push(char::from(BASE62[(h % 62) as usize]));
+            h /= 62;
+        }
+        id
+    }
+
+    #[test]
+    fn ids_are_the_ones_written_before() {
+        let clock = [0u128, 1, 0xfff, 1_700_000_000_000 * 0x1000 + 7, u128::MAX];
+        for (i, n) in clock.into_iter().enumerate() {
+            for seed in [
+                "",
+                "a",
+                "pond-session:0198",
+                "ses/msg/\u{e9}",
+                &"x".repeat(300),
+            ] {
+                let seed = format!("{seed}{i}");
+                assert_eq!(oc_id("msg", n, &seed), oc_id_by_division("msg", n, &seed));
+            }
+        }
+        assert_eq!(session_id("s1").len(), "ses_".len() + 12 + 14);
+    }
 }

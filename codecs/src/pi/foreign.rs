@@ -245,10 +245,7 @@ impl ForeignFile {
                         }
                         PartRef::Reasoning(r) => {
                             let signature = (self.session.source_agent == "claude-code")
-                                .then(|| {
-                                    find_str(&Value::Object(r.options.clone()), &["signature"])
-                                        .map(str::to_owned)
-                                })
+                                .then(|| find_str(&r.options, &["signature"]).map(str::to_owned))
                                 .flatten();
                             if signature.is_none() && !r.options.is_empty() {
                                 self.losses.record(
@@ -311,12 +308,12 @@ impl ForeignFile {
                             p.message.get("role").and_then(Value::as_str) == Some("assistant")
                         });
                     if !merge {
-                        let opts = Value::Object(a.options.clone());
+                        let opts = &a.options;
                         let provider =
-                            find_str(&opts, &["providerID", "provider", "model_provider"])
+                            find_str(opts, &["providerID", "provider", "model_provider"])
                                 .unwrap_or(&self.provider)
                                 .to_owned();
-                        let model = find_str(&opts, &["model", "modelID", "modelId"])
+                        let model = find_str(opts, &["model", "modelID", "modelId"])
                             .unwrap_or(&self.model)
                             .to_owned();
                         let mut msg = Map::new();
