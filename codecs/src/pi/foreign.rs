@@ -41,7 +41,7 @@ use crate::face::{At, Losses, Target, WriteError};
 use crate::hold::{Prelude, Streamed};
 use crate::jsonl;
 use pond_canonical::{AssistantPart, FileData, Message, PartRef, Session, Timestamp, ToolPart};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet, VecDeque};
 
 /// The loss of a source record that maps to no message (a carrier): pi has no form for it.
@@ -144,12 +144,159 @@ fn api_of(provider: &str) -> &'static str {
 struct Pending {
     seed: String,
     ms: i64,
-    message: Map<String, Value>,
-    results: Vec<(String, i64, Map<String, Value>)>,
+    message: PiMessage,
+    results: Vec<(String, i64, PiMessage)>,
     /// Its tool calls, and how many of them still wait for their result.
     calls: Vec<String>,
     waiting: usize,
 }
+
+/// A pi `message`, typed and written straight to JSON text in pi's field order (no `Map` per
+/// message and block: building and hashing those was most of this writer's time).
+enum PiMessage {
+    User {
+        content: Vec<Block>,
+    },
+    Assistant {
+        content: Vec<Block>,
+        provider: String,
+        model: String,
+    },
+    ToolResult {
+        call_id: String,
+        name: String,
+        content: Vec<Block>,
+        is_error: bool,
+    },
+}
+
+/// A content block of a pi message.
+enum Block {
+    Text(String),
+    Thinking {
+        text: String,
+        signature: Option<String>,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: Value,
+    },
+    Image {
+        data: String,
+        mime: String,
+    },
+}
+
+impl Block {
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Block::Text(text) => {
+                out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+                jsonl::write_str(out, text);
+            }
+            Block::Thinking { text, signature } => {
+                out.extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":");
+                jsonl::write_str(out, text);
+                if let Some(s) = signature {
+                    out.extend_from_slice(b",\"thinkingSignature\":");
+                    jsonl::write_str(out, s);
+                }
+            }
+            Block::ToolCall {
+                id,
+                name,
+                arguments,
+            } => {
+                out.extend_from_slice(b"{\"type\":\"toolCall\",\"id\":");
+                jsonl::write_str(out, id);
+                out.extend_from_slice(b",\"name\":");
+                jsonl::write_str(out, name);
+                out.extend_from_slice(b",\"arguments\":");
+                jsonl::write_value(out, arguments);
+            }
+            Block::Image { data, mime } => {
+                out.extend_from_slice(b"{\"type\":\"image\",\"data\":");
+                jsonl::write_str(out, data);
+                out.extend_from_slice(b",\"mimeType\":");
+                jsonl::write_str(out, mime);
+            }
+        }
+        out.push(b'}');
+    }
+}
+
+impl PiMessage {
+    fn is_assistant(&self) -> bool {
+        matches!(self, PiMessage::Assistant { .. })
+    }
+
+    /// Writes the message as compact JSON, timestamped `ms`; an assistant message that made a
+    /// call stops for `toolUse`.
+    fn write(&self, out: &mut Vec<u8>, ms: i64) {
+        let blocks = |out: &mut Vec<u8>, content: &[Block]| {
+            out.push(b'[');
+            for (i, b) in content.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                b.write(out);
+            }
+            out.push(b']');
+        };
+        match self {
+            PiMessage::User { content } => {
+                out.extend_from_slice(b"{\"role\":\"user\",\"content\":");
+                blocks(out, content);
+            }
+            PiMessage::Assistant {
+                content,
+                provider,
+                model,
+            } => {
+                out.extend_from_slice(b"{\"role\":\"assistant\",\"content\":");
+                blocks(out, content);
+                out.extend_from_slice(b",\"api\":");
+                jsonl::write_str(out, api_of(provider));
+                out.extend_from_slice(b",\"provider\":");
+                jsonl::write_str(out, provider);
+                out.extend_from_slice(b",\"model\":");
+                jsonl::write_str(out, model);
+                out.extend_from_slice(b",\"usage\":");
+                out.extend_from_slice(ZERO_USAGE);
+                let calls = content.iter().any(|b| matches!(b, Block::ToolCall { .. }));
+                out.extend_from_slice(if calls {
+                    b",\"stopReason\":\"toolUse\""
+                } else {
+                    b",\"stopReason\":\"stop\""
+                });
+            }
+            PiMessage::ToolResult {
+                call_id,
+                name,
+                content,
+                is_error,
+            } => {
+                out.extend_from_slice(b"{\"role\":\"toolResult\",\"toolCallId\":");
+                jsonl::write_str(out, call_id);
+                out.extend_from_slice(b",\"toolName\":");
+                jsonl::write_str(out, name);
+                out.extend_from_slice(b",\"content\":");
+                blocks(out, content);
+                out.extend_from_slice(if *is_error {
+                    b",\"isError\":true"
+                } else {
+                    b",\"isError\":false"
+                });
+            }
+        }
+        std::io::Write::write_fmt(out, format_args!(",\"timestamp\":{ms}}}"))
+            .expect("writes into memory");
+    }
+}
+
+/// Zero usage and cost (pond cannot know them), as compact JSON.
+const ZERO_USAGE: &[u8] = b"{\"input\":0,\"output\":0,\"cacheRead\":0,\"cacheWrite\":0,\"totalTokens\":0,\"cost\":{\"input\":0,\"output\":0,\"cacheRead\":0,\"cacheWrite\":0,\"total\":0}}";
 
 /// One foreign session's file being written (see the module doc, "Streaming").
 pub(crate) struct ForeignFile {
@@ -211,9 +358,7 @@ impl ForeignFile {
                 for p in &u.content {
                     match p.as_part_ref() {
                         PartRef::Text(t) if t.text.as_str().is_empty() => {}
-                        PartRef::Text(t) => {
-                            blocks.push(json!({"type": "text", "text": t.text.as_str()}))
-                        }
+                        PartRef::Text(t) => blocks.push(Block::Text(t.text.as_str().to_owned())),
                         PartRef::File(f) => blocks.extend(self.image(f, &at)),
                         _ => {}
                     }
@@ -221,14 +366,10 @@ impl ForeignFile {
                 if blocks.is_empty() {
                     return;
                 }
-                let mut msg = Map::new();
-                msg.insert("role".into(), Value::from("user"));
-                msg.insert("content".into(), Value::Array(blocks));
-                msg.insert("timestamp".into(), Value::from(ms));
                 self.held.push_back(Pending {
                     seed: m.id().to_string(),
                     ms,
-                    message: msg,
+                    message: PiMessage::User { content: blocks },
                     results: Vec::new(),
                     calls: Vec::new(),
                     waiting: 0,
@@ -240,9 +381,7 @@ impl ForeignFile {
                 for p in a.content.iter().map(AssistantPart::as_part_ref) {
                     match p {
                         PartRef::Text(t) if t.text.as_str().is_empty() => {}
-                        PartRef::Text(t) => {
-                            blocks.push(json!({"type": "text", "text": t.text.as_str()}))
-                        }
+                        PartRef::Text(t) => blocks.push(Block::Text(t.text.as_str().to_owned())),
                         PartRef::Reasoning(r) => {
                             let signature = (self.session.source_agent == "claude-code")
                                 .then(|| find_str(&r.options, &["signature"]).map(str::to_owned))
@@ -257,13 +396,10 @@ impl ForeignFile {
                             if r.text.as_str().is_empty() {
                                 continue;
                             }
-                            let mut b = Map::new();
-                            b.insert("type".into(), Value::from("thinking"));
-                            b.insert("thinking".into(), Value::from(r.text.as_str()));
-                            if let Some(s) = signature {
-                                b.insert("thinkingSignature".into(), Value::from(s));
-                            }
-                            blocks.push(Value::Object(b));
+                            blocks.push(Block::Thinking {
+                                text: r.text.as_str().to_owned(),
+                                signature,
+                            });
                         }
                         PartRef::ToolCall(c) => {
                             let args = match c.params.as_value() {
@@ -277,12 +413,11 @@ impl ForeignFile {
                                     json!({ "input": other })
                                 }
                             };
-                            blocks.push(jsonl::object([
-                                ("type", Value::from("toolCall")),
-                                ("id", Value::from(c.call_id.as_str())),
-                                ("name", Value::from(c.name.as_str())),
-                                ("arguments", args),
-                            ]));
+                            blocks.push(Block::ToolCall {
+                                id: c.call_id.as_str().to_owned(),
+                                name: c.name.as_str().to_owned(),
+                                arguments: args,
+                            });
                         }
                         PartRef::File(f) => {
                             self.losses.record(
@@ -304,9 +439,7 @@ impl ForeignFile {
                 }
                 if !blocks.is_empty() {
                     let merge = self.in_assistant_run
-                        && self.held.back().is_some_and(|p| {
-                            p.message.get("role").and_then(Value::as_str) == Some("assistant")
-                        });
+                        && self.held.back().is_some_and(|p| p.message.is_assistant());
                     if !merge {
                         let opts = &a.options;
                         let provider =
@@ -316,19 +449,14 @@ impl ForeignFile {
                         let model = find_str(opts, &["model", "modelID", "modelId"])
                             .unwrap_or(&self.model)
                             .to_owned();
-                        let mut msg = Map::new();
-                        msg.insert("role".into(), Value::from("assistant"));
-                        msg.insert("content".into(), Value::Array(Vec::new()));
-                        msg.insert("api".into(), Value::from(api_of(&provider)));
-                        msg.insert("provider".into(), Value::from(provider));
-                        msg.insert("model".into(), Value::from(model));
-                        msg.insert("usage".into(), zero_usage());
-                        msg.insert("stopReason".into(), Value::from("stop"));
-                        msg.insert("timestamp".into(), Value::from(ms));
                         self.held.push_back(Pending {
                             seed: m.id().to_string(),
                             ms,
-                            message: msg,
+                            message: PiMessage::Assistant {
+                                content: Vec::new(),
+                                provider,
+                                model,
+                            },
                             results: Vec::new(),
                             calls: Vec::new(),
                             waiting: 0,
@@ -336,19 +464,13 @@ impl ForeignFile {
                     }
                     let i = self.held.len() - 1;
                     for b in &blocks {
-                        if b.get("type").and_then(Value::as_str) == Some("toolCall") {
-                            let id = b.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
-                            let name = b
-                                .get("name")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_owned();
+                        if let Block::ToolCall { id, name, .. } = b {
                             self.held[i].calls.push(id.clone());
                             self.held[i].waiting += 1;
-                            self.calls.insert(id, (self.base + i, name));
+                            self.calls.insert(id.clone(), (self.base + i, name.clone()));
                         }
                     }
-                    if let Some(Value::Array(content)) = self.held[i].message.get_mut("content") {
+                    if let PiMessage::Assistant { content, .. } = &mut self.held[i].message {
                         content.extend(blocks);
                     }
                     self.in_assistant_run = true;
@@ -374,10 +496,13 @@ impl ForeignFile {
     }
 
     /// An image block for a user file part, or the loss when pi cannot hold it.
-    fn image(&mut self, f: &pond_canonical::FilePart, at: &str) -> Option<Value> {
+    fn image(&mut self, f: &pond_canonical::FilePart, at: &str) -> Option<Block> {
         match &f.data {
             FileData::Base64(d) if f.media_type.as_str().starts_with("image/") => {
-                Some(json!({"type": "image", "data": d, "mimeType": f.media_type.as_str()}))
+                Some(Block::Image {
+                    data: d.clone(),
+                    mime: f.media_type.as_str().to_owned(),
+                })
             }
             _ => {
                 self.losses.record(
@@ -419,20 +544,19 @@ impl ForeignFile {
         }
         let name = r.name.as_ref().map_or(call_name, |n| n.as_str().to_owned());
         let content = self.result_content(r.result.as_value(), at);
-        let mut msg = Map::new();
-        msg.insert("role".into(), Value::from("toolResult"));
-        msg.insert("toolCallId".into(), Value::from(r.call_id.as_str()));
-        msg.insert("toolName".into(), Value::from(name));
-        msg.insert("content".into(), Value::Array(content));
-        msg.insert("isError".into(), Value::Bool(r.is_failure));
-        msg.insert("timestamp".into(), Value::from(ms));
+        let msg = PiMessage::ToolResult {
+            call_id: r.call_id.as_str().to_owned(),
+            name,
+            content,
+            is_error: r.is_failure,
+        };
         self.held[i].results.push((r.id.to_string(), ms, msg));
         self.held[i].waiting -= 1;
     }
 
     /// Tool output as pi's text and image blocks.
-    fn result_content(&mut self, v: &Value, at: &str) -> Vec<Value> {
-        let text = |s: &str| json!({"type": "text", "text": s});
+    fn result_content(&mut self, v: &Value, at: &str) -> Vec<Block> {
+        let text = |s: &str| Block::Text(s.to_owned());
         match v {
             Value::String(s) => vec![text(s)],
             Value::Null => vec![text("")],
@@ -445,11 +569,16 @@ impl ForeignFile {
                     }
                     Value::Object(o)
                         if o.get("type").and_then(Value::as_str) == Some("image")
-                            && item.pointer("/source/data").is_some_and(Value::is_string) =>
+                            && let Some(Value::String(data)) = item.pointer("/source/data") =>
                     {
-                        json!({"type": "image",
-                            "data": item.pointer("/source/data").cloned().unwrap_or(Value::Null),
-                            "mimeType": item.pointer("/source/media_type").and_then(Value::as_str).unwrap_or("image/png")})
+                        Block::Image {
+                            data: data.clone(),
+                            mime: item
+                                .pointer("/source/media_type")
+                                .and_then(Value::as_str)
+                                .unwrap_or("image/png")
+                                .to_owned(),
+                        }
                     }
                     other => {
                         self.losses.record(
@@ -464,11 +593,6 @@ impl ForeignFile {
             other => vec![text(&other.to_string())],
         }
     }
-}
-
-fn zero_usage() -> Value {
-    json!({"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}})
 }
 
 impl ForeignFile {
@@ -522,7 +646,7 @@ impl ForeignFile {
     }
 
     /// One `message` entry, chained to the one before.
-    fn entry(&mut self, seed: &str, ms: i64, mut msg: Map<String, Value>) {
+    fn entry(&mut self, seed: &str, ms: i64, msg: &PiMessage) {
         let mut salt = 0u32;
         let eid = loop {
             let h = hash128(&format!("{}/{seed}/{salt}", self.session.id));
@@ -532,7 +656,6 @@ impl ForeignFile {
             }
             salt += 1;
         };
-        msg.insert("timestamp".into(), Value::from(ms));
         // A `message` entry, in pi's field order.
         let out = &mut self.buf;
         out.extend_from_slice(b"{\"type\":\"message\",\"id\":");
@@ -545,7 +668,7 @@ impl ForeignFile {
         out.extend_from_slice(b",\"timestamp\":");
         jsonl::write_str(out, &iso(ms));
         out.extend_from_slice(b",\"message\":");
-        jsonl::write_value_map(out, &msg);
+        msg.write(out, ms);
         out.extend_from_slice(b"}\n");
         self.parent = Some(eid);
     }
@@ -583,9 +706,7 @@ impl Streamed for ForeignFile {
     /// message with a call still unanswered wait.
     fn front_waits(&self) -> Option<bool> {
         let front = self.held.front()?;
-        let open = self.in_assistant_run
-            && self.held.len() == 1
-            && front.message.get("role").and_then(Value::as_str) == Some("assistant");
+        let open = self.in_assistant_run && self.held.len() == 1 && front.message.is_assistant();
         Some(open || front.waiting > 0)
     }
 
@@ -612,21 +733,9 @@ impl Streamed for ForeignFile {
             }
         }
         self.base += 1;
-        let has_call = p
-            .message
-            .get("content")
-            .and_then(Value::as_array)
-            .is_some_and(|c| {
-                c.iter()
-                    .any(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"))
-            });
-        if has_call {
-            p.message
-                .insert("stopReason".into(), Value::from("toolUse"));
-        }
-        self.entry(&p.seed, p.ms, p.message);
+        self.entry(&p.seed, p.ms, &p.message);
         for (seed, ms, msg) in std::mem::take(&mut p.results) {
-            self.entry(&seed, ms.max(p.ms), msg);
+            self.entry(&seed, ms.max(p.ms), &msg);
         }
     }
 
