@@ -192,15 +192,12 @@ impl Block {
     fn write(&self, out: &mut Vec<u8>) {
         match self {
             Block::Text(text) => {
-                out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
-                jsonl::write_str(out, text);
+                field(out, b"{\"type\":\"text\",\"text\":", text);
             }
             Block::Thinking { text, signature } => {
-                out.extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":");
-                jsonl::write_str(out, text);
+                field(out, b"{\"type\":\"thinking\",\"thinking\":", text);
                 if let Some(s) = signature {
-                    out.extend_from_slice(b",\"thinkingSignature\":");
-                    jsonl::write_str(out, s);
+                    field(out, b",\"thinkingSignature\":", s);
                 }
             }
             Block::ToolCall {
@@ -208,18 +205,14 @@ impl Block {
                 name,
                 arguments,
             } => {
-                out.extend_from_slice(b"{\"type\":\"toolCall\",\"id\":");
-                jsonl::write_str(out, id);
-                out.extend_from_slice(b",\"name\":");
-                jsonl::write_str(out, name);
+                field(out, b"{\"type\":\"toolCall\",\"id\":", id);
+                field(out, b",\"name\":", name);
                 out.extend_from_slice(b",\"arguments\":");
                 jsonl::write_value(out, arguments);
             }
             Block::Image { data, mime } => {
-                out.extend_from_slice(b"{\"type\":\"image\",\"data\":");
-                jsonl::write_str(out, data);
-                out.extend_from_slice(b",\"mimeType\":");
-                jsonl::write_str(out, mime);
+                field(out, b"{\"type\":\"image\",\"data\":", data);
+                field(out, b",\"mimeType\":", mime);
             }
         }
         out.push(b'}');
@@ -256,12 +249,9 @@ impl PiMessage {
             } => {
                 out.extend_from_slice(b"{\"role\":\"assistant\",\"content\":");
                 blocks(out, content);
-                out.extend_from_slice(b",\"api\":");
-                jsonl::write_str(out, api_of(provider));
-                out.extend_from_slice(b",\"provider\":");
-                jsonl::write_str(out, provider);
-                out.extend_from_slice(b",\"model\":");
-                jsonl::write_str(out, model);
+                field(out, b",\"api\":", api_of(provider));
+                field(out, b",\"provider\":", provider);
+                field(out, b",\"model\":", model);
                 out.extend_from_slice(b",\"usage\":");
                 out.extend_from_slice(ZERO_USAGE);
                 let calls = content.iter().any(|b| matches!(b, Block::ToolCall { .. }));
@@ -277,10 +267,8 @@ impl PiMessage {
                 content,
                 is_error,
             } => {
-                out.extend_from_slice(b"{\"role\":\"toolResult\",\"toolCallId\":");
-                jsonl::write_str(out, call_id);
-                out.extend_from_slice(b",\"toolName\":");
-                jsonl::write_str(out, name);
+                field(out, b"{\"role\":\"toolResult\",\"toolCallId\":", call_id);
+                field(out, b",\"toolName\":", name);
                 out.extend_from_slice(b",\"content\":");
                 blocks(out, content);
                 out.extend_from_slice(if *is_error {
@@ -293,6 +281,12 @@ impl PiMessage {
         std::io::Write::write_fmt(out, format_args!(",\"timestamp\":{ms}}}"))
             .expect("writes into memory");
     }
+}
+
+/// Appends `key` (the JSON text before a member's value) and the string `value`.
+fn field(out: &mut Vec<u8>, key: &[u8], value: &str) {
+    out.extend_from_slice(key);
+    jsonl::write_str(out, value);
 }
 
 /// Zero usage and cost (pond cannot know them), as compact JSON.
@@ -658,15 +652,13 @@ impl ForeignFile {
         };
         // A `message` entry, in pi's field order.
         let out = &mut self.buf;
-        out.extend_from_slice(b"{\"type\":\"message\",\"id\":");
-        jsonl::write_str(out, &eid);
+        field(out, b"{\"type\":\"message\",\"id\":", &eid);
         out.extend_from_slice(b",\"parentId\":");
         match self.parent.as_deref() {
             Some(parent) => jsonl::write_str(out, parent),
             None => out.extend_from_slice(b"null"),
         }
-        out.extend_from_slice(b",\"timestamp\":");
-        jsonl::write_str(out, &iso(ms));
+        field(out, b",\"timestamp\":", &iso(ms));
         out.extend_from_slice(b",\"message\":");
         msg.write(out, ms);
         out.extend_from_slice(b"}\n");
