@@ -241,7 +241,8 @@ fn survey(source: &Origin, held: Option<&[u8]>) -> Result<Survey, ParseError> {
     let mut groups = vec![Group::new(GroupKind::File, 1)];
     let mut lines = Vec::new();
     let mut several = HashMap::new();
-    let mut uuid_group: HashMap<String, (usize, u64)> = HashMap::new();
+    let mut uuid_group: HashMap<String, (usize, u64), foldhash::fast::RandomState> =
+        HashMap::default();
     let mut agent_group: HashMap<String, usize> = HashMap::new();
     // What the survey learns from one record (a line, or one of several records on a line).
     let mut one = |line: u64, scan: &jsonl::SurveyLine<'_>, carried: bool| -> SurveyedLine {
@@ -430,7 +431,8 @@ fn read_source(
             && match (&held, surveyed) {
                 (Some(_), Some(s)) => s.carried,
                 (Some(_), None) => false,
-                (None, _) => jsonl::scan_strict(line, bytes, &["type", "timestamp"], &|_, _| false)
+                // A turn is never carried: its line is not walked past its `type`.
+                (None, _) => jsonl::scan_strict(line, bytes, &["type", "timestamp"], &turn_type)
                     .is_some_and(|scan| carried_as_is(&scan, bytes)),
             };
         if carrier {
@@ -463,12 +465,18 @@ fn read_source(
     }
 }
 
+/// Whether a member the walk of a line finds makes it a turn (`type` user, assistant or system),
+/// which [`carried_as_is`] never carries: the walk can stop there.
+fn turn_type(key: &str, text: Option<&str>) -> bool {
+    key == "type" && matches!(text, Some("user" | "assistant" | "system"))
+}
+
 /// Whether a line whose top-level `type` and `timestamp` the non-building walk read is a record
 /// [`records::place`] carries whole (placement rule 3) with no fault to report: a JSON object the
 /// walk alone proves, of a `type` that is no turn, whose `timestamp` (if any) is usable, within
 /// the per-value bound.
 fn carried_as_is(scan: &jsonl::SurveyLine<'_>, bytes: &[u8]) -> bool {
-    let turn = matches!(scan.str("type"), Some("user" | "assistant" | "system"));
+    let turn = scan.str("type").is_some_and(|t| turn_type("type", Some(t)));
     let usable_time = match scan.str("timestamp") {
         Some(t) => Timestamp::is_valid(t),
         None => !scan.has("timestamp"),
