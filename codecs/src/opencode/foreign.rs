@@ -104,7 +104,7 @@ fn millis(ts: &pond_canonical::Timestamp) -> i64 {
 
 /// Tool output as the string opencode stores: a string as is, text blocks joined, anything else
 /// as compact JSON (loss `tool_output_structured` when blocks other than text were flattened).
-pub(crate) fn output_text(v: &Value, losses: &mut Losses, at: &str) -> String {
+pub(crate) fn output_text(v: &Value, losses: &mut Losses, at: At<'_>) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Array(items) => {
@@ -346,12 +346,8 @@ pub(crate) struct ForeignDoc {
 }
 
 impl ForeignDoc {
-    fn at(&self, m: &Message) -> String {
-        At::of(self.session.id.as_str(), m).to_string()
-    }
-
     /// The next (time, counter) on the document's clock: never earlier than the last one.
-    fn tick(&mut self, ms: i64, at: &str) -> (i64, u128) {
+    fn tick(&mut self, ms: i64, at: At<'_>) -> (i64, u128) {
         if ms < self.last_ms {
             self.losses.record(
                 "message_time_adjusted",
@@ -373,8 +369,10 @@ impl ForeignDoc {
     }
 
     fn new_message(&mut self, m: &Message, assistant: bool) -> usize {
-        let at = self.at(m);
-        let (created, counter) = self.tick(millis(m.timestamp()), &at);
+        // The place of a loss, made into text only for the first of its kind.
+        let sid = self.session.id.clone();
+        let at = At::of(sid.as_str(), m);
+        let (created, counter) = self.tick(millis(m.timestamp()), at);
         let seed = format!("{}/{}", self.session.id, m.id());
         let id = oc_id("msg", (created as u128) * 0x1000 + counter, &seed);
         let (parent, provider, model) = if assistant {
@@ -412,7 +410,9 @@ impl ForeignDoc {
     }
 
     fn message(&mut self, m: &Message) {
-        let at = self.at(m);
+        // The place of a loss, made into text only for the first of its kind.
+        let sid = self.session.id.clone();
+        let at = At::of(sid.as_str(), m);
         match m {
             // A system message or a carried record does not end a model response: codex
             // interleaves event records between the reasoning, text and calls of one response.
@@ -420,13 +420,13 @@ impl ForeignDoc {
                 if s.carried_record().is_some() {
                     self.losses.record(
                         SOURCE_RECORD,
-                        &at,
+                        at,
                         "a source record that maps to no message has no place in opencode",
                     );
                 } else {
                     self.losses.record(
                         "system_message",
-                        &at,
+                        at,
                         "opencode sessions have no system messages",
                     );
                 }
@@ -436,7 +436,7 @@ impl ForeignDoc {
                 let mut bodies = Vec::new();
                 for p in &u.content {
                     let p = p.as_part_ref();
-                    if let Some(b) = self.content_part(p, &at) {
+                    if let Some(b) = self.content_part(p, at) {
                         bodies.push((p.id().to_string(), b));
                     }
                 }
@@ -453,7 +453,7 @@ impl ForeignDoc {
                 let mut i = None;
                 for p in a.content.iter().map(AssistantPart::as_part_ref) {
                     if let PartRef::ToolResult(r) = p {
-                        self.fold_result(r, m.timestamp(), &at);
+                        self.fold_result(r, m.timestamp(), at);
                         continue;
                     }
                     let body = match p {
@@ -463,7 +463,7 @@ impl ForeignDoc {
                                 other => {
                                     self.losses.record(
                                         "tool_input_wrapped",
-                                        &at,
+                                        at,
                                         "opencode tool input must be an object: a non-object input is kept under `input`",
                                     );
                                     json!({ "input": other })
@@ -478,7 +478,7 @@ impl ForeignDoc {
                                 },
                             })
                         }
-                        other => self.content_part(other, &at),
+                        other => self.content_part(other, at),
                     };
                     let Some(body) = body else { continue };
                     let msg = match i {
@@ -506,10 +506,10 @@ impl ForeignDoc {
                 self.in_assistant_run = false;
                 for p in &t.content {
                     match p {
-                        ToolPart::ToolResult(r) => self.fold_result(r, m.timestamp(), &at),
+                        ToolPart::ToolResult(r) => self.fold_result(r, m.timestamp(), at),
                         _ => self.losses.record(
                             "tool_approval",
-                            &at,
+                            at,
                             "opencode keeps no tool approval requests or answers in a session",
                         ),
                     }
@@ -523,7 +523,7 @@ impl ForeignDoc {
         &mut self,
         r: &pond_canonical::ToolResultPart,
         ts: &pond_canonical::Timestamp,
-        at: &str,
+        at: At<'_>,
     ) {
         let Some(&(mi, pi)) = self.calls.get(r.call_id.as_str()) else {
             if self.answered.contains(r.call_id.as_str()) {
@@ -576,7 +576,7 @@ impl ForeignDoc {
     }
 
     /// A text, reasoning or file part (tool parts are built by the caller).
-    fn content_part(&mut self, p: PartRef<'_>, at: &str) -> Option<Body> {
+    fn content_part(&mut self, p: PartRef<'_>, at: At<'_>) -> Option<Body> {
         Some(match p {
             PartRef::Text(t) => {
                 if t.text.as_str().is_empty() {

@@ -321,12 +321,10 @@ pub(crate) struct ForeignFile {
 }
 
 impl ForeignFile {
-    fn at(&self, m: &Message) -> String {
-        At::of(self.session.id.as_str(), m).to_string()
-    }
-
     fn message(&mut self, m: &Message) {
-        let at = self.at(m);
+        // The place of a loss, made into text only for the first of its kind.
+        let sid = self.session.id.clone();
+        let at = At::of(sid.as_str(), m);
         let ms = millis(m.timestamp());
         match m {
             // A system message or a carried record does not end a model response: codex
@@ -335,15 +333,12 @@ impl ForeignFile {
                 if s.carried_record().is_some() {
                     self.losses.record(
                         SOURCE_RECORD,
-                        &at,
+                        at,
                         "a source record that maps to no message has no place in pi",
                     );
                 } else {
-                    self.losses.record(
-                        "system_message",
-                        &at,
-                        "pi sessions have no system messages",
-                    );
+                    self.losses
+                        .record("system_message", at, "pi sessions have no system messages");
                 }
             }
             Message::User(u) => {
@@ -353,7 +348,7 @@ impl ForeignFile {
                     match p.as_part_ref() {
                         PartRef::Text(t) if t.text.as_str().is_empty() => {}
                         PartRef::Text(t) => blocks.push(Block::Text(t.text.as_str().to_owned())),
-                        PartRef::File(f) => blocks.extend(self.image(f, &at)),
+                        PartRef::File(f) => blocks.extend(self.image(f, at)),
                         _ => {}
                     }
                 }
@@ -383,7 +378,7 @@ impl ForeignFile {
                             if signature.is_none() && !r.options.is_empty() {
                                 self.losses.record(
                                     "reasoning_provider_data",
-                                    &at,
+                                    at,
                                     "opaque reasoning data (encrypted content, another provider's signature) is not written; pi replays unsigned thinking as text",
                                 );
                             }
@@ -401,7 +396,7 @@ impl ForeignFile {
                                 other => {
                                     self.losses.record(
                                         "tool_input_wrapped",
-                                        &at,
+                                        at,
                                         "pi tool arguments are an object: a non-object input is kept under `input`",
                                     );
                                     json!({ "input": other })
@@ -416,7 +411,7 @@ impl ForeignFile {
                         PartRef::File(f) => {
                             self.losses.record(
                                 "assistant_file",
-                                &at,
+                                at,
                                 "pi assistant messages hold no files or images",
                             );
                             let _ = f;
@@ -425,7 +420,7 @@ impl ForeignFile {
                         PartRef::ToolApprovalRequest(_) | PartRef::ToolApprovalResponse(_) => {
                             self.losses.record(
                                 "tool_approval",
-                                &at,
+                                at,
                                 "pi keeps no tool approval requests or answers",
                             );
                         }
@@ -470,17 +465,17 @@ impl ForeignFile {
                     self.in_assistant_run = true;
                 }
                 for r in results {
-                    self.result(r, ms, &at);
+                    self.result(r, ms, at);
                 }
             }
             Message::Tool(t) => {
                 self.in_assistant_run = false;
                 for p in t.content.iter().map(ToolPart::as_part_ref) {
                     match p {
-                        PartRef::ToolResult(r) => self.result(r, ms, &at),
+                        PartRef::ToolResult(r) => self.result(r, ms, at),
                         _ => self.losses.record(
                             "tool_approval",
-                            &at,
+                            at,
                             "pi keeps no tool approval requests or answers",
                         ),
                     }
@@ -490,7 +485,7 @@ impl ForeignFile {
     }
 
     /// An image block for a user file part, or the loss when pi cannot hold it.
-    fn image(&mut self, f: &pond_canonical::FilePart, at: &str) -> Option<Block> {
+    fn image(&mut self, f: &pond_canonical::FilePart, at: At<'_>) -> Option<Block> {
         match &f.data {
             FileData::Base64(d) if f.media_type.as_str().starts_with("image/") => {
                 Some(Block::Image {
@@ -510,7 +505,7 @@ impl ForeignFile {
     }
 
     /// A `toolResult` message after the assistant message that made the call.
-    fn result(&mut self, r: &pond_canonical::ToolResultPart, ms: i64, at: &str) {
+    fn result(&mut self, r: &pond_canonical::ToolResultPart, ms: i64, at: At<'_>) {
         let Some((i, call_name)) = self.calls.get(r.call_id.as_str()).cloned() else {
             if self.answered.contains(r.call_id.as_str()) {
                 self.losses.record(
@@ -549,7 +544,7 @@ impl ForeignFile {
     }
 
     /// Tool output as pi's text and image blocks.
-    fn result_content(&mut self, v: &Value, at: &str) -> Vec<Block> {
+    fn result_content(&mut self, v: &Value, at: At<'_>) -> Vec<Block> {
         let text = |s: &str| Block::Text(s.to_owned());
         match v {
             Value::String(s) => vec![text(s)],
