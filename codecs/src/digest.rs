@@ -41,6 +41,30 @@ pub(crate) fn uuid_v5(namespace: &[u8; 16], name: impl fmt::Display) -> String {
     text
 }
 
+/// The offset bases of the two FNV-1a hashes [`hash128`] joins.
+pub(crate) const FNV_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_BASIS_2: u64 = 0x6c62_272e_07bb_0142;
+
+/// FNV-1a, 64 bits, from the offset basis `basis`, over the concatenation of `pieces` (the
+/// hash of a derived name, made without first writing the name into a string).
+pub(crate) fn fnv(basis: u64, pieces: &[&[u8]]) -> u64 {
+    let mut h = basis;
+    for piece in pieces {
+        for b in *piece {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// A 128-bit hash of `s`, stable across runs and platforms: FNV-1a from two offset bases, the
+/// first in the high half. For derived ids (opencode's, pi's), never for security.
+pub(crate) fn hash128(s: &str) -> u128 {
+    let s = s.as_bytes();
+    (u128::from(fnv(FNV_BASIS, &[s])) << 64) | u128::from(fnv(FNV_BASIS_2, &[s]))
+}
+
 /// `bytes` in lowercase hex.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     let mut text = String::with_capacity(bytes.len() * 2);

@@ -35,6 +35,7 @@
 //!   stays `running` (`tool_call_without_result`) and a result that comes later is dropped
 //!   (`unpaired_tool_result`).
 
+use crate::digest::hash128;
 use crate::discover::find_str;
 use crate::face::{At, Losses, Target, WriteError};
 use crate::hold::{Prelude, Streamed};
@@ -48,21 +49,6 @@ pub(crate) const SOURCE_RECORD: &str = "source_record";
 
 /// The opencode version whose `import` schema this writer targets.
 const OPENCODE_VERSION: &str = "1.18.33";
-
-/// FNV-1a, 64 bits, with a chosen offset basis (two bases give 128 bits).
-fn fnv(seed: u64, s: &str) -> u64 {
-    let mut h = seed;
-    for b in s.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
-/// A 128-bit hash of `s` (stable across runs and platforms).
-pub(crate) fn hash128(s: &str) -> u128 {
-    (u128::from(fnv(0xcbf2_9ce4_8422_2325, s)) << 64) | u128::from(fnv(0x6c62_272e_07bb_0142, s))
-}
 
 const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 

@@ -36,6 +36,7 @@
 //!   (`unpaired_tool_result`). Per session the writer keeps the entry ids used, the last one and
 //!   the call ids answered.
 
+use crate::digest::hash128;
 use crate::discover::find_str;
 use crate::face::{At, Losses, Target, WriteError};
 use crate::hold::{Prelude, Streamed};
@@ -46,20 +47,6 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 /// The loss of a source record that maps to no message (a carrier): pi has no form for it.
 pub(crate) const SOURCE_RECORD: &str = "source_record";
-
-/// FNV-1a, 64 bits, from the offset basis `seed`.
-fn fnv(seed: u64, s: &str) -> u64 {
-    let mut h = seed;
-    for b in s.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
-fn hash128(s: &str) -> u128 {
-    (u128::from(fnv(0xcbf2_9ce4_8422_2325, s)) << 64) | u128::from(fnv(0x6c62_272e_07bb_0142, s))
-}
 
 /// Whether `s` is a UUID in its 8-4-4-4-12 hex text form.
 fn is_uuid(s: &str) -> bool {
@@ -125,7 +112,50 @@ pub(crate) fn iso(ms: i64) -> String {
         rem / 1000 % 60,
         rem % 1000,
     );
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z")
+    if !(0..=9999).contains(&y) {
+        return format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z");
+    }
+    // Written digit by digit: one per pi entry, and `format!` was 3% of a conversion.
+    let mut text = [0u8; 24];
+    let mut at = 0;
+    let mut put = |n: i64, width: u32, after: u8| {
+        for i in (0..width).rev() {
+            text[at] = b'0' + (n / 10i64.pow(i) % 10) as u8;
+            at += 1;
+        }
+        text[at] = after;
+        at += 1;
+    };
+    put(y, 4, b'-');
+    put(i64::from(mo), 2, b'-');
+    put(i64::from(d), 2, b'T');
+    put(h, 2, b':');
+    put(mi, 2, b':');
+    put(s, 2, b'.');
+    put(milli, 3, b'Z');
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+/// The id of an entry, before it is written in hex: the high 32 bits of `hash128` of
+/// `<session>/<seed>/<salt>`, hashed piece by piece (one entry id per pi line).
+fn entry_id(session: &str, seed: &str, salt: u32) -> u32 {
+    let (mut digits, mut at, mut n) = ([0u8; 10], 10, salt);
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let pieces = [
+        session.as_bytes(),
+        b"/",
+        seed.as_bytes(),
+        b"/",
+        &digits[at..],
+    ];
+    (crate::digest::fnv(crate::digest::FNV_BASIS, &pieces) >> 32) as u32
 }
 
 fn millis(ts: &Timestamp) -> i64 {
@@ -638,10 +668,9 @@ impl ForeignFile {
     fn entry(&mut self, seed: &str, ms: i64, msg: &PiMessage) {
         let mut salt = 0u32;
         let eid = loop {
-            let h = hash128(&format!("{}/{seed}/{salt}", self.session.id));
-            let candidate = (h >> 96) as u32;
+            let candidate = entry_id(self.session.id.as_str(), seed, salt);
             if self.used.insert(candidate) {
-                break format!("{candidate:08x}");
+                break crate::digest::hex(&candidate.to_be_bytes());
             }
             salt += 1;
         };
@@ -744,8 +773,38 @@ mod tests {
     fn iso_and_folder_follow_pi() {
         assert_eq!(iso(1_765_241_574_397), "2025-12-09T00:52:54.397Z");
         assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
+        for ms in [
+            1,
+            999,
+            86_399_999,
+            951_782_400_000,
+            4_102_444_800_000,
+            253_402_300_799_999,
+        ] {
+            let (days, rem) = (ms / 86_400_000, ms % 86_400_000);
+            let (y, mo, d) = civil(days);
+            let expected = format!(
+                "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+                rem / 3_600_000,
+                rem / 60_000 % 60,
+                rem / 1000 % 60,
+                rem % 1000
+            );
+            assert_eq!(iso(ms), expected);
+        }
+        assert_eq!(iso(253_402_300_800_000), "10000-01-01T00:00:00.000Z");
         assert_eq!(cwd_folder("/Users/me/p"), "--Users-me-p--");
         assert_eq!(cwd_folder("C:\\x\\y"), "--C--x-y--");
+    }
+
+    #[test]
+    fn entry_ids_are_the_ones_written_before() {
+        for (session, seed) in [("s", "m"), ("019b-\u{e9}", "L12.0"), ("", "")] {
+            for salt in [0u32, 1, 9, 10, 4_294_967_295] {
+                let h = hash128(&format!("{session}/{seed}/{salt}"));
+                assert_eq!(entry_id(session, seed, salt), (h >> 96) as u32);
+            }
+        }
     }
 
     #[test]
