@@ -71,6 +71,42 @@ impl PartId {
     /// The deterministic id of the part at `ordinal` in `message` when the source gives parts no
     /// id of their own (lance-deterministic-pk): `<message id>.<ordinal>`.
     pub fn derived(message: &MessageId, ordinal: usize) -> Self {
-        Self(format!("{}.{}", message.0, ordinal))
+        let mut id = String::with_capacity(message.0.len() + 4);
+        id.push_str(&message.0);
+        id.push('.');
+        push_decimal(&mut id, ordinal as u64);
+        Self(id)
+    }
+}
+
+/// Appends `n` in decimal: what `format!` writes for it, without its machinery (ids are derived
+/// for every line and part a reader maps).
+pub(crate) fn push_decimal(text: &mut String, mut n: u64) {
+    let (mut digits, mut at) = ([0u8; 20], 20);
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    text.extend(digits[at..].iter().map(|d| char::from(*d)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_are_what_format_writes() {
+        for n in [0u64, 7, 10, 99, 100, 12_345, u64::MAX] {
+            let mut text = String::from("L");
+            push_decimal(&mut text, n);
+            assert_eq!(text, format!("L{n}"));
+        }
+        let message = MessageId::from(crate::seam::Extracted::new("L42".to_owned()));
+        assert_eq!(PartId::derived(&message, 0).as_str(), "L42.0");
+        assert_eq!(PartId::derived(&message, 31).as_str(), "L42.31");
     }
 }

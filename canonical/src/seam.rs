@@ -340,7 +340,12 @@ impl<'o> Record<'o> {
     /// (lance-deterministic-pk): `L<line>` or the record locator.
     pub fn position(&self) -> Extracted<String> {
         Extracted(match &self.locator {
-            Locator::Line(n) => format!("L{n}"),
+            Locator::Line(n) => {
+                let mut id = String::with_capacity(8);
+                id.push('L');
+                crate::ids::push_decimal(&mut id, *n);
+                id
+            }
             Locator::LineRecord { line, record } => format!("L{line}.{record}"),
             Locator::Record(r) => r.clone(),
             Locator::File => String::new(),
