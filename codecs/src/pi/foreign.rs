@@ -139,22 +139,15 @@ pub(crate) fn iso(ms: i64) -> String {
 /// The id of an entry, before it is written in hex: the high 32 bits of `hash128` of
 /// `<session>/<seed>/<salt>`, hashed piece by piece (one entry id per pi line).
 fn entry_id(session: &str, seed: &str, salt: u32) -> u32 {
-    let (mut digits, mut at, mut n) = ([0u8; 10], 10, salt);
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let pieces = [
-        session.as_bytes(),
-        b"/",
-        seed.as_bytes(),
-        b"/",
-        &digits[at..],
-    ];
+    // The salt is 0 but after a collision of two 32-bit ids.
+    let salted;
+    let salt: &[u8] = if salt == 0 {
+        b"0"
+    } else {
+        salted = salt.to_string();
+        salted.as_bytes()
+    };
+    let pieces = [session.as_bytes(), b"/", seed.as_bytes(), b"/", salt];
     (crate::digest::fnv(crate::digest::FNV_BASIS, &pieces) >> 32) as u32
 }
 
