@@ -79,9 +79,9 @@ enum Command {
     ///   pond convert codex→claude rollout.jsonl -o session.jsonl
     ///   cat rollout.jsonl | pond convert codex:claude - > session.jsonl
     ///
-    /// A conversion runs on one thread; POND_THREADS=2 reads on a second thread while it writes
-    /// (on a machine with a second processor), which costs more CPU and, on two cores, was
-    /// slower whenever anything else ran.
+    /// On a machine with a second processor a conversion reads on one thread while it writes
+    /// on another (what it writes is the same either way); POND_THREADS=1 keeps it to one,
+    /// which costs less CPU.
     #[command(
         verbatim_doc_comment,
         about = "Convert sessions from one harness format to another, with no storage involved"

@@ -2,7 +2,8 @@
 //! the codec) deciding native or foreign per session (spec 6.3), and a summary of what happened.
 
 use crate::face::{
-    CarriedLine, Fidelity, Item, Layout, Losses, Output, SessionWriter, Target, WriteError, Written,
+    CarriedLine, Fidelity, Item, Layout, Losses, Output, OwnedCarried, SessionWriter, Target,
+    WriteError, Written,
 };
 use crate::registry::Codec;
 use pond_canonical::{Event, Message, Origin, ParseError, Provenance};
@@ -133,9 +134,9 @@ pub fn convert_with_project(
     convert_sources(from, to, layout, &sources, out, progress)
 }
 
-/// Converts the given source units (already discovered). A foreign conversion reads on a thread
-/// of its own only with `POND_THREADS=2` (and a second processor); what it writes and reports
-/// is the same either way.
+/// Converts the given source units (already discovered). A conversion reads on a thread of its
+/// own on a machine with a second processor, unless `POND_THREADS=1`; what it writes and
+/// reports is the same either way.
 pub fn convert_sources(
     from: &Codec,
     to: &Codec,
@@ -168,11 +169,10 @@ fn convert_on(
     })?;
     let mut writer = face.writer(layout);
     let mut summary = Summary::default();
-    // On one thread, carriers travel as their source lines (`ReadFace::read_items`): a native
-    // writer copies them, a foreign one builds their messages only if it needs them. Those
-    // lines are borrowed from the reader's buffer, so a native conversion always reads and
-    // writes on one thread, and the two-thread form (foreign only) passes messages.
-    if from.name == to.name || !pipelined {
+    // Carriers travel as their source lines (`ReadFace::read_items`): a native writer copies
+    // them, a foreign one builds their messages only if it needs them. On one thread the lines
+    // are borrowed from the reader's buffer; across threads, copied (`OwnedCarried`).
+    if !pipelined {
         for (i, source) in sources.iter().enumerate() {
             progress(i, sources.len());
             summary.sources += 1;
@@ -183,9 +183,9 @@ fn convert_on(
             feed.end(&source.path().display().to_string());
         }
     } else {
-        // A foreign conversion in two stages on two threads: the read face (parsing and
-        // mapping) runs ahead on its own thread while this one writes, so the conversion takes
-        // about as long as the slower stage, not the sum of both. Events are owned, and cross
+        // A conversion in two stages on two threads: the read face (parsing and mapping) runs
+        // ahead on its own thread while this one writes, so the conversion takes about as long
+        // as the slower stage, not the sum of both. Events are owned, and cross
         // in batches over a bounded channel and come back to be dropped where they were made:
         // at most `PIPELINE_DEPTH + 3` batches of `PIPELINE_BATCH` events exist, whatever the
         // input.
@@ -205,11 +205,17 @@ fn convert_on(
                 let mut batch = fresh();
                 for source in sources {
                     let mut closed = false;
-                    reader.read(source, &mut |item| {
+                    reader.read_items(source, &mut |item| {
                         if closed {
                             return;
                         }
-                        batch.push(Piece::Item(item));
+                        // A carrier crosses as its line (a copy of its text): the writer builds
+                        // its message only if it needs it, as on one thread.
+                        batch.push(match item {
+                            Ok(Item::Carried(carried)) => Piece::Carried(carried.to_owned()),
+                            Ok(Item::Event(event)) => Piece::Item(Ok(event)),
+                            Err(e) => Piece::Item(Err(e)),
+                        });
                         if batch.len() >= PIPELINE_BATCH {
                             closed = tx.send(std::mem::replace(&mut batch, fresh())).is_err();
                         }
@@ -244,6 +250,7 @@ fn convert_on(
                     match piece {
                         Piece::Item(Ok(event)) => feed.event(event),
                         Piece::Item(Err(e)) => feed.item(Err(e.clone())),
+                        Piece::Carried(carried) => feed.carried(&carried.carried(source)),
                         Piece::End => break,
                     }
                 }
@@ -255,17 +262,17 @@ fn convert_on(
     Ok(summary)
 }
 
-/// Whether a foreign conversion reads on a thread of its own: only when asked for
-/// (`POND_THREADS=2` or more) and the machine has a second processor. One thread is the default:
-/// measured on the 2-core machine against the naive round trip, the two-thread form took more
-/// wall time for every foreign pair but one whenever anything else ran, and 1.2-2.1x the CPU
-/// time (docs/benchmarks.md, "Conversions against a naive round trip built outside the
-/// workspace").
+/// Whether a conversion reads on a thread of its own: on a machine with a second processor,
+/// unless `POND_THREADS=1` asks for one thread. Measured on the 2-core machine against the
+/// naive round trip, since carriers cross threads as their lines: two threads took less wall
+/// time for every pair on a quiet machine (by 10-35%), about as much with another process
+/// busy on one core, and less or as much with both cores busy (docs/benchmarks.md,
+/// "Conversions against a naive round trip built outside the workspace").
 fn pipelined() -> bool {
     let asked = std::env::var("POND_THREADS")
         .ok()
         .and_then(|n| n.parse::<usize>().ok())
-        .unwrap_or(1);
+        .unwrap_or(2);
     let cores = std::thread::available_parallelism()
         .map(usize::from)
         .unwrap_or(1);
@@ -277,9 +284,10 @@ const PIPELINE_BATCH: usize = 256;
 const PIPELINE_DEPTH: usize = 2;
 
 /// What the reading thread of [`convert_sources`] hands over: one event or fault of the
-/// current source unit, or its end.
+/// current source unit, a carrier as its line, or the unit's end.
 enum Piece {
     Item(Result<Event, ParseError>),
+    Carried(OwnedCarried),
     End,
 }
 
@@ -474,24 +482,34 @@ mod tests {
         serial
     }
 
+    /// Every pair, native ones too: carriers cross the threads as copies of their lines, and a
+    /// writer that needs one's message (a Codex `turn_context` naming the model, for Claude
+    /// Code) makes it on the writing thread.
     #[test]
-    fn a_pipelined_foreign_conversion_writes_and_reports_what_a_serial_one_does() {
+    fn a_pipelined_conversion_writes_and_reports_what_a_serial_one_does() {
         let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
-        let mut pairs = 0;
+        let (mut pairs, mut carriers) = (0, 0);
         for from in CODECS {
             let reader = from.read.expect("every codec reads");
             let sources = reader
                 .discover(&shared.join(from.name))
                 .expect("the shared fixtures are beside the checkout");
             assert!(sources.len() > 1, "{}: several sources", from.name);
-            for to in CODECS.iter().filter(|to| to.name != from.name) {
+            for to in CODECS {
                 let summary = both_ways(from, to, &sources);
                 assert_eq!(summary.sources, sources.len() as u64);
-                assert!(summary.foreign_sessions > 0, "{} -> {}", from.name, to.name);
+                let sessions = if to.name == from.name {
+                    summary.native_sessions
+                } else {
+                    summary.foreign_sessions
+                };
+                assert!(sessions > 0, "{} -> {}", from.name, to.name);
+                carriers += summary.carriers;
                 pairs += 1;
             }
         }
-        assert_eq!(pairs, CODECS.len() * (CODECS.len() - 1));
+        assert_eq!(pairs, CODECS.len() * CODECS.len());
+        assert!(carriers > 0, "the fixtures hold carriers");
     }
 
     #[test]

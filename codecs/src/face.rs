@@ -5,7 +5,7 @@
 //! They are separate traits, implemented by separate types. Whether a write is native or foreign
 //! is decided by [`Fidelity::decide`], never by the codec (spec 6.3).
 
-use pond_canonical::{Event, Message, Origin, ParseError, Session, SessionId};
+use pond_canonical::{Event, Locator, Message, Origin, ParseError, Session, SessionId, Timestamp};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -84,35 +84,88 @@ impl Item<'_> {
 /// [`ReadFace::read`] gives for the line. Only a conversion sees these: nothing is stored or
 /// compared in this form.
 pub struct CarriedLine<'a> {
-    session: &'a SessionId,
-    line: &'a str,
-    message: &'a dyn Fn() -> Message,
+    parts: CarrierParts<'a>,
+    make: CarrierMessage,
 }
 
+/// What a carried line's message is made from: the line and where it is, its session, the
+/// session's anchor time (a record without a usable timestamp of its own is dated by it) and,
+/// for a record repeating an earlier one's `uuid`, that earlier line.
+#[derive(Clone, Copy)]
+pub struct CarrierParts<'a> {
+    pub source: &'a Origin,
+    pub session: &'a SessionId,
+    /// The source line, without its line break.
+    pub line: &'a str,
+    pub at: &'a Locator,
+    pub anchor: &'a Timestamp,
+    pub duplicate_of: Option<u64>,
+}
+
+/// How a codec makes a carried line's message: the one function its [`ReadFace::read`] uses
+/// for such a line too, so the two cannot differ.
+pub type CarrierMessage = fn(&CarrierParts<'_>) -> Message;
+
 impl<'a> CarriedLine<'a> {
-    /// The line `line` (a JSON object, as the source has it) of session `session`, and how to
-    /// build its message.
-    pub fn new(session: &'a SessionId, line: &'a str, message: &'a dyn Fn() -> Message) -> Self {
-        Self {
-            session,
-            line,
-            message,
-        }
+    /// The carried line `parts.line`, whose message `make` makes from `parts`.
+    pub fn new(parts: CarrierParts<'a>, make: CarrierMessage) -> Self {
+        Self { parts, make }
     }
 
     /// The session the line belongs to.
     pub fn session_id(&self) -> &SessionId {
-        self.session
+        self.parts.session
     }
 
     /// The source line, without its line break.
     pub fn line(&self) -> &str {
-        self.line
+        self.parts.line
     }
 
     /// The carrier message of the line.
     pub fn message(&self) -> Message {
-        (self.message)()
+        (self.make)(&self.parts)
+    }
+
+    /// The line with what its message is made from, owned: to hand it to another thread (the
+    /// two-thread conversion), where [`OwnedCarried::carried`] gives it back.
+    pub fn to_owned(&self) -> OwnedCarried {
+        let p = &self.parts;
+        OwnedCarried {
+            session: p.session.clone(),
+            line: p.line.to_owned(),
+            at: p.at.clone(),
+            anchor: p.anchor.clone(),
+            duplicate_of: p.duplicate_of,
+            make: self.make,
+        }
+    }
+}
+
+/// A [`CarriedLine`] that owns its text and places (see [`CarriedLine::to_owned`]).
+pub struct OwnedCarried {
+    session: SessionId,
+    line: String,
+    at: Locator,
+    anchor: Timestamp,
+    duplicate_of: Option<u64>,
+    make: CarrierMessage,
+}
+
+impl OwnedCarried {
+    /// The carried line again, read from `source` (the source unit it was read from).
+    pub fn carried<'a>(&'a self, source: &'a Origin) -> CarriedLine<'a> {
+        CarriedLine::new(
+            CarrierParts {
+                source,
+                session: &self.session,
+                line: &self.line,
+                at: &self.at,
+                anchor: &self.anchor,
+                duplicate_of: self.duplicate_of,
+            },
+            self.make,
+        )
     }
 }
 

@@ -23,7 +23,7 @@
 
 use super::CODEC_NAME;
 use super::records::{self, LineContext};
-use crate::face::{CarriedLine, Item, ReadFace, Sniff};
+use crate::face::{CarriedLine, CarrierParts, Item, ReadFace, Sniff};
 use crate::jsonl;
 use pond_canonical::bounded::bounded_object;
 use pond_canonical::{
@@ -390,19 +390,15 @@ fn read_source(
         let Some(record) = record else {
             // Checked by `carried_as_is` to be a JSON object placed whole: the message is what the
             // record path below gives, built only if a writer asks for it.
-            let message = || {
-                let record = pond_canonical::Record::from_json_at(source, at.clone(), bytes)
-                    .expect("the line was checked to be a JSON object");
-                let mut ctx = LineContext {
-                    session: id,
-                    anchor,
-                    duplicate_of,
-                    tool_names: &mut HashMap::new(),
-                };
-                records::place(record, &mut ctx).0
+            let parts = CarrierParts {
+                source,
+                session: id,
+                line: std::str::from_utf8(bytes).expect("the line was checked to be UTF-8"),
+                at: &at,
+                anchor,
+                duplicate_of,
             };
-            let text = std::str::from_utf8(bytes).expect("the line was checked to be UTF-8");
-            return emit(Ok(Item::Carried(CarriedLine::new(id, text, &message))));
+            return emit(Ok(Item::Carried(CarriedLine::new(parts, carrier_message))));
         };
         let mut ctx = LineContext {
             session: id,
@@ -463,6 +459,21 @@ fn read_source(
     if let Err(e) = read {
         emit(Err(e));
     }
+}
+
+/// The message of a line [`carried_as_is`] passed: what [`records::place`] makes of it, as
+/// [`ReadFace::read`] gives it.
+fn carrier_message(parts: &CarrierParts<'_>) -> pond_canonical::Message {
+    let record =
+        pond_canonical::Record::from_json_at(parts.source, parts.at.clone(), parts.line.as_bytes())
+            .expect("the line was checked to be a JSON object");
+    let mut ctx = LineContext {
+        session: parts.session,
+        anchor: parts.anchor,
+        duplicate_of: parts.duplicate_of,
+        tool_names: &mut HashMap::new(),
+    };
+    records::place(record, &mut ctx).0
 }
 
 /// Whether a member the walk of a line finds makes it a turn (`type` user, assistant or system),

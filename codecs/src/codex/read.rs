@@ -3,7 +3,7 @@
 
 use super::items::{map_item, mappable, put};
 use super::{NAME, keys};
-use crate::face::{CarriedLine, Item, ReadFace, Sniff};
+use crate::face::{CarriedLine, CarrierParts, Item, ReadFace, Sniff};
 use crate::{discover, jsonl};
 use pond_canonical::bounded::bounded_object;
 use pond_canonical::{
@@ -177,15 +177,15 @@ fn read_rollout(
             && carried_whole(line, bytes)
         {
             rollout.records += 1;
-            let message = || {
-                let record = Record::from_json_line(source, line, bytes)
-                    .expect("the line was checked to be a JSON object");
-                let id = MessageId::from(record.position());
-                place_record(session, anchor, id, record, &mut |_| {})
-                    .expect("a carrier is always placed")
+            let parts = CarrierParts {
+                source,
+                session,
+                line: std::str::from_utf8(bytes).expect("the line was checked to be UTF-8"),
+                at: &Locator::Line(line),
+                anchor,
+                duplicate_of: None,
             };
-            let text = std::str::from_utf8(bytes).expect("the line was checked to be UTF-8");
-            return emit(Ok(Item::Carried(CarriedLine::new(session, text, &message))));
+            return emit(Ok(Item::Carried(CarriedLine::new(parts, carrier_message))));
         }
         // A line of several records (`{...}{...}`) gives each of them, after a warning.
         parser.each_record(source, line, bytes, &mut |record| match record {
@@ -194,6 +194,16 @@ fn read_rollout(
         });
     });
     rollout.finish(&mut |e| emit(e.map(Item::Event)));
+}
+
+/// The message of a line [`carried_whole`] passed: what [`place_record`] makes of it, as
+/// [`ReadFace::read`] gives it.
+fn carrier_message(parts: &CarrierParts<'_>) -> Message {
+    let record = Record::from_json_at(parts.source, parts.at.clone(), parts.line.as_bytes())
+        .expect("the line was checked to be a JSON object");
+    let id = MessageId::from(record.position());
+    place_record(parts.session, parts.anchor, id, record, &mut |_| {})
+        .expect("a carrier is always placed")
 }
 
 /// Opens a rollout, decompressing a `.jsonl.zst` archive on the fly.
