@@ -265,7 +265,7 @@ fn convert_on(
 /// Whether a conversion reads on a thread of its own: on a machine with a second processor,
 /// unless `POND_THREADS=1` asks for one thread. Measured on the 2-core machine against the
 /// naive round trip, since carriers cross threads as their lines: two threads took less wall
-/// time for every pair on a quiet machine (by 10-35%), about as much with another process
+/// time for every pair on a quiet machine (by 6-32%), about as much with another process
 /// busy on one core, and less or as much with both cores busy (docs/benchmarks.md,
 /// "Conversions against a naive round trip built outside the workspace").
 fn pipelined() -> bool {
