@@ -102,8 +102,8 @@ pub struct CarrierParts<'a> {
     pub duplicate_of: Option<u64>,
 }
 
-/// How a codec makes a carried line's message: the one function its [`ReadFace::read`] uses
-/// for such a line too, so the two cannot differ.
+/// How a codec makes a carried line's message: through the placing function its
+/// [`ReadFace::read`] applies to the same line, so that both give the same message.
 pub type CarrierMessage = fn(&CarrierParts<'_>) -> Message;
 
 impl<'a> CarriedLine<'a> {
