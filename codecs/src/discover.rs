@@ -17,18 +17,16 @@ pub(crate) fn relative_of(root: &Path, path: &Path) -> String {
 /// The first non-empty string under one of `keys` in the object `o`, searched breadth-first to
 /// depth 4: how a foreign writer finds a model or provider id wherever a source harness kept
 /// it. Borrowed: a writer asks this of every assistant message's options, and a copy of them
-/// (reasoning's encrypted content and all) cost more than writing the message.
+/// (reasoning's encrypted content and all) cost more than writing the message. Each object's
+/// members are compared with `keys` in one pass (the earlier of `keys` wins), not looked up
+/// one key at a time: options are maps of a few members, where a SipHash per key costs more.
 pub(crate) fn find_str<'a>(o: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
     let mut level = vec![o];
     for _ in 0..4 {
         let mut next = Vec::new();
         for o in level {
-            for k in keys {
-                if let Some(Value::String(s)) = o.get(*k)
-                    && !s.is_empty()
-                {
-                    return Some(s);
-                }
+            if let Some(s) = first_str(o, keys) {
+                return Some(s);
             }
             next.extend(o.values().filter_map(Value::as_object));
         }
@@ -38,6 +36,22 @@ pub(crate) fn find_str<'a>(o: &'a Map<String, Value>, keys: &[&str]) -> Option<&
         level = next;
     }
     None
+}
+
+/// The non-empty string member of `o` named by the earliest of `keys` that names one, found in
+/// one pass over `o`'s members (see [`find_str`]).
+pub(crate) fn first_str<'a>(o: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
+    let mut first: Option<(usize, &'a str)> = None;
+    for (k, v) in o {
+        if let Value::String(s) = v
+            && !s.is_empty()
+            && let Some(rank) = keys.iter().position(|key| key == k)
+            && first.is_none_or(|(r, _)| rank < r)
+        {
+            first = Some((rank, s));
+        }
+    }
+    first.map(|(_, s)| s)
 }
 
 /// `options.pond.project_from` on a session: where its project came from when not from the
@@ -58,4 +72,26 @@ pub(crate) fn user_project(origin: &pond_canonical::Origin) -> Option<pond_canon
 pub(crate) fn mark_project_from(session: &mut pond_canonical::Session, place: &str) {
     pond_canonical::options_ns(&mut session.options, "pond")
         .insert(PROJECT_FROM.into(), Value::from(place));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_earliest_key_wins_whatever_the_member_order() {
+        let o: Map<String, Value> = serde_json::from_str(
+            r#"{"model": "m", "x": {"modelID": "deep"}, "empty": "", "modelID": "", "provider": 3}"#,
+        )
+        .unwrap();
+        // `modelID` is empty, so `model` is the first that names a string.
+        assert_eq!(first_str(&o, &["modelID", "model"]), Some("m"));
+        assert_eq!(first_str(&o, &["provider", "empty"]), None);
+        assert_eq!(find_str(&o, &["modelID", "model"]), Some("m"));
+        // Breadth first: a level's members before the next level's.
+        assert_eq!(find_str(&o, &["modelID"]), Some("deep"));
+        let reordered: Map<String, Value> =
+            serde_json::from_str(r#"{"model": "second", "modelId": "first"}"#).unwrap();
+        assert_eq!(first_str(&reordered, &["modelId", "model"]), Some("first"));
+    }
 }

@@ -946,8 +946,18 @@ fn result_block(item: &Value) -> Option<Value> {
 /// The model an options bag names (`model`, `modelID`, `modelId`, or a `model` object holding
 /// one), searched to `depth` levels.
 fn find_model(obj: &Map<String, Value>, depth: usize) -> Option<String> {
-    for key in ["modelID", "modelId", "model"] {
-        match obj.get(key) {
+    // One pass over the members (options are small maps; see `discover::find_str`).
+    let mut named = [None; 3];
+    for (k, v) in obj {
+        match k.as_str() {
+            "modelID" => named[0] = Some(v),
+            "modelId" => named[1] = Some(v),
+            "model" => named[2] = Some(v),
+            _ => {}
+        }
+    }
+    for value in named {
+        match value {
             Some(Value::String(s)) if !s.trim().is_empty() => return Some(s.clone()),
             Some(Value::Object(inner)) => {
                 if let Some(m) = find_model(inner, 1) {
@@ -967,12 +977,8 @@ fn find_model(obj: &Map<String, Value>, depth: usize) -> Option<String> {
 
 /// The first non-empty string under one of `keys`, searched to `depth` levels.
 fn find_string(obj: &Map<String, Value>, keys: &[&str], depth: usize) -> Option<String> {
-    for key in keys {
-        if let Some(Value::String(s)) = obj.get(*key)
-            && !s.is_empty()
-        {
-            return Some(s.clone());
-        }
+    if let Some(s) = crate::discover::first_str(obj, keys) {
+        return Some(s.to_owned());
     }
     if depth == 0 {
         return None;
@@ -984,7 +990,7 @@ fn find_string(obj: &Map<String, Value>, keys: &[&str], depth: usize) -> Option<
 
 /// Whether `key` holds a non-null value somewhere to `depth` levels.
 fn has_key(obj: &Map<String, Value>, key: &str, depth: usize) -> bool {
-    if obj.get(key).is_some_and(|v| !v.is_null()) {
+    if obj.iter().any(|(k, v)| k == key && !v.is_null()) {
         return true;
     }
     depth > 0
