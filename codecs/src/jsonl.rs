@@ -151,9 +151,24 @@ pub fn split_lines(
 /// The largest file [`hold`] keeps in memory.
 pub const HOLD_LIMIT: u64 = 64 * 1024 * 1024;
 
-/// The whole file of `origin` when it is at most [`HOLD_LIMIT`] bytes long, for a reader that
-/// passes over it twice (one read instead of two); `None` for a larger file, which is streamed.
+/// [`HOLD_LIMIT`], unless `POND_HOLD_LIMIT` names another size in bytes: so that the tests
+/// read small files through the streamed path of the two-pass readers too (and compare what
+/// both paths give), and a machine short of memory can hold less.
+fn hold_limit() -> u64 {
+    static LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var("POND_HOLD_LIMIT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(HOLD_LIMIT)
+    })
+}
+
+/// The whole file of `origin` when it is at most [`HOLD_LIMIT`] bytes long (see
+/// [`hold_limit`]), for a reader that passes over it twice (one read instead of two); `None`
+/// for a larger file, which is streamed.
 pub fn hold(origin: &Origin) -> Result<Option<Vec<u8>>, ParseError> {
+    let limit = hold_limit();
     let mut file = open(origin)?;
     let io = |e: std::io::Error| {
         origin.error(
@@ -164,16 +179,16 @@ pub fn hold(origin: &Origin) -> Result<Option<Vec<u8>>, ParseError> {
         )
     };
     let len = file.metadata().map_err(io)?.len();
-    if len > HOLD_LIMIT {
+    if len > limit {
         return Ok(None);
     }
     // One byte over the limit is read at most, should the file grow meanwhile.
     let mut bytes = Vec::with_capacity(len as usize + 1);
     (&mut file)
-        .take(HOLD_LIMIT + 1)
+        .take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(io)?;
-    Ok((bytes.len() as u64 <= HOLD_LIMIT).then_some(bytes))
+    Ok((bytes.len() as u64 <= limit).then_some(bytes))
 }
 
 /// Every line of `source`, from `held` (the whole file, see [`hold`]) when given, else from the
