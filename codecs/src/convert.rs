@@ -185,9 +185,8 @@ fn convert_on(
     } else {
         // A conversion in two stages on two threads: the read face (parsing and mapping) runs
         // ahead on its own thread while this one writes, so the conversion takes about as long
-        // as the slower stage, not the sum of both. Events are owned, and cross
-        // in batches over a bounded channel and come back to be dropped where they were made:
-        // at most `PIPELINE_DEPTH + 3` batches of `PIPELINE_BATCH` events exist, whatever the
+        // as the slower stage, not the sum of both. Events are owned, and cross in batches over
+        // a bounded channel and come back to be dropped where they were made: at most `PIPELINE_DEPTH + 3` batches of `PIPELINE_BATCH` events exist, whatever the
         // input.
         std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Piece>>(PIPELINE_DEPTH);
@@ -264,10 +263,11 @@ fn convert_on(
 
 /// Whether a conversion reads on a thread of its own: on a machine with a second processor,
 /// unless `POND_THREADS=1` asks for one thread. Measured on the 2-core machine against the
-/// naive round trip, since carriers cross threads as their lines: two threads took less wall
-/// time for every pair on a quiet machine (by 6-32%), about as much with another process
-/// busy on one core, and less or as much with both cores busy (docs/benchmarks.md,
-/// "Conversions against a naive round trip built outside the workspace").
+/// naive round trip, since carriers cross threads as their lines: two threads took 6-32% less
+/// wall time for every pair on a quiet machine, within 5% of one thread with another process
+/// busy on one core, and with both cores busy 15-24% less for two pairs of three and 6% more
+/// for the third (docs/benchmarks.md, "Conversions against a naive round trip built outside
+/// the workspace").
 fn pipelined() -> bool {
     let asked = std::env::var("POND_THREADS")
         .ok()

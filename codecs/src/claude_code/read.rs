@@ -476,10 +476,14 @@ fn carrier_message(parts: &CarrierParts<'_>) -> pond_canonical::Message {
     records::place(record, &mut ctx).0
 }
 
-/// Whether a member the walk of a line finds makes it a turn (`type` user, assistant or system),
-/// which [`carried_as_is`] never carries: the walk can stop there.
+/// Whether a record's `type` makes it a turn, which [`carried_as_is`] never carries.
+fn is_turn(kind: Option<&str>) -> bool {
+    matches!(kind, Some("user" | "assistant" | "system"))
+}
+
+/// For the walk of a line: a turn's `type` ends it (the line is not carried whole).
 fn turn_type(key: &str, text: Option<&str>) -> bool {
-    key == "type" && matches!(text, Some("user" | "assistant" | "system"))
+    key == "type" && is_turn(text)
 }
 
 /// Whether a line whose top-level `type` and `timestamp` the non-building walk read is a record
@@ -487,7 +491,7 @@ fn turn_type(key: &str, text: Option<&str>) -> bool {
 /// walk alone proves, of a `type` that is no turn, whose `timestamp` (if any) is usable, within
 /// the per-value bound.
 fn carried_as_is(scan: &jsonl::SurveyLine<'_>, bytes: &[u8]) -> bool {
-    let turn = scan.str("type").is_some_and(|t| turn_type("type", Some(t)));
+    let turn = is_turn(scan.str("type"));
     let usable_time = match scan.str("timestamp") {
         Some(t) => Timestamp::is_valid(t),
         None => !scan.has("timestamp"),
