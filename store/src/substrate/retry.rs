@@ -35,14 +35,61 @@ impl Default for RetryPolicy {
 /// object store refusing the credentials (a wrong secret stays wrong; retrying it only delays
 /// the error).
 pub(crate) fn is_transient(e: &lance::Error) -> bool {
-    is_conflict(e)
-        || (matches!(e, lance::Error::IO { .. } | lance::Error::Timeout { .. }) && !is_denied(e))
+    is_conflict(e) || (is_fault(e) && !is_denied(e))
+}
+
+/// Whether a Lance error is the object store failing: Lance's own I/O and timeout errors, an
+/// I/O or object-store error anywhere in its source chain (Lance wraps some in `Wrapped` or
+/// `External`, and shares others behind `Shared`), and a commit whose outcome Lance could not
+/// read back because the store went away while it was committing ("commit status unknown").
+/// The last is safe to retry for the writes pond makes: a merge leaves rows already present
+/// alone (or sets them to the values they already have), so a commit that did land is not
+/// applied twice; an index or configuration commit is done again on the latest version.
+fn is_fault(e: &lance::Error) -> bool {
+    let root = e.find_root();
+    if matches!(root, lance::Error::IO { .. } | lance::Error::Timeout { .. })
+        || root.is_commit_status_unknown()
+    {
+        return true;
+    }
+    for s in causes(root) {
+        if s.downcast_ref::<std::io::Error>().is_some() {
+            return true;
+        }
+        if let Some(os) = s.downcast_ref::<object_store::Error>() {
+            // What the store answered about a path or a request (missing, already there, a
+            // failed precondition) is no fault of the store; anything else (a refused
+            // connection, a reset, a 5xx after the client's own retries) is.
+            return !matches!(
+                os,
+                object_store::Error::NotFound { .. }
+                    | object_store::Error::AlreadyExists { .. }
+                    | object_store::Error::Precondition { .. }
+                    | object_store::Error::NotModified { .. }
+                    | object_store::Error::NotSupported { .. }
+                    | object_store::Error::NotImplemented { .. }
+                    | object_store::Error::InvalidPath { .. }
+                    | object_store::Error::UnknownConfigurationKey { .. }
+            );
+        }
+    }
+    false
+}
+
+/// `e` and the errors under it, outermost first. `External` is transparent (its `source()` is
+/// its inner error's, skipping the inner error itself), so for it the walk starts inside.
+fn causes(e: &lance::Error) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
+    let root = e.find_root();
+    let first: &(dyn std::error::Error + 'static) = match root.external_source() {
+        Some(inner) => inner.as_ref(),
+        None => root,
+    };
+    std::iter::successors(Some(first), |s| s.source())
 }
 
 /// Whether the object store refused the request's credentials (HTTP 401 or 403).
 pub(crate) fn is_denied(e: &lance::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(s) = source {
+    for s in causes(e) {
         if let Some(os) = s.downcast_ref::<object_store::Error>()
             && matches!(
                 os,
@@ -60,7 +107,6 @@ pub(crate) fn is_denied(e: &lance::Error) -> bool {
         {
             return true;
         }
-        source = s.source();
     }
     false
 }
@@ -166,4 +212,56 @@ fn jitter_fraction() -> f64 {
             .unwrap_or(0),
     );
     (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused() -> lance::Error {
+        lance::Error::io_source(Box::new(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused,
+        )))
+    }
+
+    #[test]
+    fn a_commit_whose_outcome_could_not_be_read_back_is_a_fault_to_retry() {
+        // What Lance returns when the store dies between writing a manifest and reading it
+        // back: a `Wrapped` error, not `IO`. It was reported as a bad batch ("invalid"), at once.
+        let e = lance::Error::commit_status_unknown_source(7, Box::new(refused()));
+        assert!(!matches!(e, lance::Error::IO { .. }));
+        assert!(is_transient(&e));
+    }
+
+    #[test]
+    fn an_io_error_wrapped_or_external_is_a_fault() {
+        let wrapped = lance::Error::wrapped(Box::new(std::io::Error::from(
+            std::io::ErrorKind::ConnectionReset,
+        )));
+        assert!(is_transient(&wrapped));
+        let external = lance::Error::External {
+            source: Box::new(object_store::Error::Generic {
+                store: "S3",
+                source: "error sending request".into(),
+            }),
+        };
+        assert!(is_transient(&external));
+    }
+
+    #[test]
+    fn bad_input_a_missing_path_and_a_refused_secret_are_not_faults() {
+        assert!(!is_transient(&lance::Error::invalid_input("a bad batch")));
+        let missing = lance::Error::External {
+            source: Box::new(object_store::Error::NotFound {
+                path: "t/_versions/1.manifest".into(),
+                source: "404".into(),
+            }),
+        };
+        assert!(!is_transient(&missing));
+        let denied = lance::Error::io_source(Box::new(object_store::Error::PermissionDenied {
+            path: "t".into(),
+            source: "403".into(),
+        }));
+        assert!(!is_transient(&denied));
+    }
 }
