@@ -709,15 +709,40 @@ impl<'b> Scan<'b> {
             (fraction > 0).then_some(())?;
             digits += fraction;
         }
-        // Only a number with an exponent or hundreds of digits can leave f64's range.
+        // Only a number with hundreds of digits, or with a large positive exponent, can leave
+        // f64's range (serde_json's only check): one of at most `digits` digits and exponent
+        // `e` is under 10^(digits + e), so no more than 10^280 when `digits + e <= 280`, far
+        // from f64's largest (1.8 x 10^308). A negative exponent only makes it smaller (serde_json
+        // reads one below f64's least as zero, no fault). Small exponents are common: JavaScript
+        // writes 0.00000055 as `5.5e-7`, as pi's token costs are written.
         self.risky |= digits > 300;
         if matches!(self.peek(), Some(b'e' | b'E')) {
-            self.risky = true;
             self.at += 1;
-            if matches!(self.peek(), Some(b'+' | b'-')) {
-                self.at += 1;
-            }
+            let positive = match self.peek() {
+                Some(b'-') => {
+                    self.at += 1;
+                    false
+                }
+                Some(b'+') => {
+                    self.at += 1;
+                    true
+                }
+                _ => true,
+            };
+            let start = self.at;
             (self.digits() > 0).then_some(())?;
+            if positive {
+                let exponent = &self.text.as_bytes()[start..self.at];
+                // Past four digits the exponent alone is out of any bound checked here.
+                let e = if exponent.len() > 4 {
+                    usize::MAX
+                } else {
+                    exponent
+                        .iter()
+                        .fold(0usize, |e, d| e * 10 + usize::from(d - b'0'))
+                };
+                self.risky |= digits.saturating_add(e) > 280;
+            }
         }
         Some(())
     }
@@ -1297,11 +1322,33 @@ mod tests {
         for line in [
             format!("{{\"a\":{}}}", "9".repeat(400)),
             r#"{"a":[1e400]}"#.to_owned(),
-            r#"{"a":[1E2]}"#.to_owned(),
+            r#"{"a":[1E+281]}"#.to_owned(),
+            r#"{"a":[1.5e280]}"#.to_owned(),
+            r#"{"a":[1e99999999999]}"#.to_owned(),
             r#"{"a":{"b":"\ud800"}}"#.to_owned(),
         ] {
             let survey = survey_fields(1, line.as_bytes(), &["z"]).expect("an object");
             assert!(!survey.is_strict(), "{line}");
+        }
+        // Exponents a walk can vouch for: small ones (JavaScript writes 0.00000055 as 5.5e-7)
+        // and any negative one (serde_json reads a number below f64's least as zero).
+        for line in [
+            r#"{"a":[5.5e-7,1E2,-2.5E+10,1e279,1e-400,1e-99999999999]}"#,
+            r#"{"cost":{"input":3.3e-7,"output":1.65e-6,"total":0}}"#,
+        ] {
+            let survey = survey_fields(1, line.as_bytes(), &["z"]).expect("an object");
+            assert!(survey.is_strict(), "{line}");
+        }
+        // The bound, swept: whatever a walk calls strict, serde_json reads.
+        for digits in 1..=22 {
+            for exponent in (0..=330).step_by(7).chain(270..=300) {
+                let line = format!("{{\"a\":{}e{exponent}}}", "9".repeat(digits));
+                let survey = survey_fields(1, line.as_bytes(), &["z"]).expect("an object");
+                if survey.is_strict() {
+                    serde_json::from_str::<serde_json::Value>(&line)
+                        .unwrap_or_else(|e| panic!("{line}: strict, but {e}"));
+                }
+            }
         }
         let plain = br#"{"a":1.5,"b":[-0,0.25,12345678901234567890123],"c":"x\"\\y"}"#;
         assert!(survey_fields(1, plain, &["z"]).unwrap().is_strict());
