@@ -2,13 +2,14 @@
 //! the codec) deciding native or foreign per session (spec 6.3), and a summary of what happened.
 
 use crate::face::{
-    CarriedLine, Fidelity, Item, Layout, Losses, Output, OwnedCarried, SessionWriter, Target,
-    WriteError, Written,
+    CarriedLine, Deferred, Fidelity, Item, Layout, Losses, Output, OwnedCarried, SessionWriter,
+    Target, WriteError, Written,
 };
 use crate::registry::Codec;
 use pond_canonical::{Event, Message, Origin, ParseError, Provenance};
 use serde::Serialize;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// What a conversion did.
 #[derive(Debug, Default, Serialize)]
@@ -179,7 +180,7 @@ fn convert_on(
             let mut feed = Feed::new(to, writer.as_mut(), &mut *out, &mut summary);
             // On one thread, carriers travel as their lines to a foreign writer too: one that
             // drops them need not build their messages (the Claude Code writer).
-            reader.read_items(source, &mut |item| feed.item(item));
+            reader.read_items(source, false, &mut |item| feed.item(item, source));
             feed.end(&source.path().display().to_string());
         }
     } else {
@@ -188,6 +189,8 @@ fn convert_on(
         // as the slower stage, not the sum of both. Events are owned, and cross in batches over
         // a bounded channel and come back to be dropped where they were made: at most `PIPELINE_DEPTH + 3` batches of `PIPELINE_BATCH` events exist, whatever the
         // input.
+        // Batches sent and not yet taken by the writing thread.
+        let queued = &AtomicUsize::new(0);
         std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Piece>>(PIPELINE_DEPTH);
             let (recycle, reuse) = std::sync::mpsc::channel::<Vec<Piece>>();
@@ -204,7 +207,7 @@ fn convert_on(
                 let mut batch = fresh();
                 for source in sources {
                     let mut closed = false;
-                    reader.read_items(source, &mut |item| {
+                    reader.read_items(source, true, &mut |item| {
                         if closed {
                             return;
                         }
@@ -213,13 +216,24 @@ fn convert_on(
                         batch.push(match item {
                             Ok(Item::Carried(carried)) => Piece::Carried(carried.to_owned()),
                             Ok(Item::Event(event)) => Piece::Item(Ok(event)),
+                            // The writing thread makes the message while it has nothing queued
+                            // (it would wait otherwise); this one, while it has.
+                            Ok(Item::Deferred(make)) => {
+                                if queued.load(Ordering::Relaxed) == 0 {
+                                    Piece::Deferred(make)
+                                } else {
+                                    Piece::Item(make(source).map(Event::Message))
+                                }
+                            }
                             Err(e) => Piece::Item(Err(e)),
                         });
                         if batch.len() >= PIPELINE_BATCH {
+                            queued.fetch_add(1, Ordering::Relaxed);
                             closed = tx.send(std::mem::replace(&mut batch, fresh())).is_err();
                         }
                     });
                     batch.push(Piece::End);
+                    queued.fetch_add(1, Ordering::Relaxed);
                     // The writer gone (it panicked) ends the reading too.
                     if closed || tx.send(std::mem::replace(&mut batch, fresh())).is_err() {
                         return;
@@ -234,11 +248,12 @@ fn convert_on(
                 summary.sources += 1;
                 let mut feed = Feed::new(to, writer.as_mut(), &mut *out, &mut summary);
                 loop {
-                    let Some(piece) = batch.get(at) else {
+                    let Some(piece) = batch.get_mut(at) else {
                         let _ = recycle.send(std::mem::take(&mut batch));
                         at = 0;
                         match batches.next() {
                             Some(next) => {
+                                queued.fetch_sub(1, Ordering::Relaxed);
                                 batch = next;
                                 continue;
                             }
@@ -248,8 +263,14 @@ fn convert_on(
                     at += 1;
                     match piece {
                         Piece::Item(Ok(event)) => feed.event(event),
-                        Piece::Item(Err(e)) => feed.item(Err(e.clone())),
+                        Piece::Item(Err(e)) => feed.summary.errors.push(e.clone()),
                         Piece::Carried(carried) => feed.carried(&carried.carried(source)),
+                        Piece::Deferred(_) => {
+                            // Taken out to be run; an `End` is left in its place.
+                            if let Piece::Deferred(make) = std::mem::replace(piece, Piece::End) {
+                                feed.made(make(source));
+                            }
+                        }
                         Piece::End => break,
                     }
                 }
@@ -284,10 +305,12 @@ const PIPELINE_BATCH: usize = 256;
 const PIPELINE_DEPTH: usize = 2;
 
 /// What the reading thread of [`convert_sources`] hands over: one event or fault of the
-/// current source unit, a carrier as its line, or the unit's end.
+/// current source unit, a carrier as its line, a message for the writing thread to make, or
+/// the unit's end.
 enum Piece {
     Item(Result<Event, ParseError>),
     Carried(OwnedCarried),
+    Deferred(Deferred),
     End,
 }
 
@@ -312,7 +335,7 @@ pub fn write_events(
     };
     let mut feed = Feed::new(to, writer.as_mut(), out, &mut summary);
     for event in events {
-        feed.item(Ok(Item::Event(event)));
+        feed.event(&event);
     }
     feed.end(unit);
     Ok(summary)
@@ -346,11 +369,21 @@ impl<'a> Feed<'a> {
         }
     }
 
-    fn item(&mut self, item: Result<Item<'_>, ParseError>) {
+    /// One item of `source`, the unit being read.
+    fn item(&mut self, item: Result<Item<'_>, ParseError>, source: &Origin) {
         match item {
             Err(e) => self.summary.errors.push(e),
             Ok(Item::Event(event)) => self.event(&event),
             Ok(Item::Carried(carried)) => self.carried(&carried),
+            Ok(Item::Deferred(make)) => self.made(make(source)),
+        }
+    }
+
+    /// A deferred message, made: the message, or the fault its making met.
+    fn made(&mut self, made: Result<Message, ParseError>) {
+        match made {
+            Ok(message) => self.event(&Event::Message(message)),
+            Err(e) => self.summary.errors.push(e),
         }
     }
 

@@ -39,9 +39,18 @@ pub trait ReadFace: Sync {
     /// Like [`read`](Self::read), for a conversion whose writer may take a carrier as its source
     /// line ([`Item::Carried`]) instead of as a message. A codec that can tell a carrier line
     /// without building its value hands it over so; the default hands over [`read`]'s events.
+    /// With `defer` (a conversion on two threads), a codec may also hand over a message as its
+    /// line and mapping ([`Item::Deferred`]), for the conversion to make on either thread.
     /// The events and faults are those of [`read`], in the same order, with each carried line
-    /// standing for the message [`CarriedLine::message`] gives.
-    fn read_items(&self, source: &Origin, emit: &mut dyn FnMut(Result<Item<'_>, ParseError>)) {
+    /// standing for the message [`CarriedLine::message`] gives and each deferred one for what
+    /// it makes.
+    fn read_items(
+        &self,
+        source: &Origin,
+        defer: bool,
+        emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
+    ) {
+        let _ = defer;
         self.read(source, &mut |item| emit(item.map(Item::Event)));
     }
 
@@ -62,18 +71,30 @@ pub trait ReadFace: Sync {
     }
 }
 
-/// One step of [`ReadFace::read_items`]: an event, or a carrier still in its source's text.
+/// One step of [`ReadFace::read_items`]: an event, a carrier still in its source's text, or a
+/// message whose making is left to whoever takes it.
 pub enum Item<'a> {
     Event(Event),
     Carried(CarriedLine<'a>),
+    Deferred(Deferred),
 }
 
+/// A message not made yet: its source line, owned, and the codec's mapping of it, to be run on
+/// whichever thread takes it. The two-thread conversion runs it on the writing thread when that
+/// thread is waiting for work, and on the reading thread otherwise, so that neither thread idles
+/// while the other has work it could share (docs/decisions.md, "A conversion's threads share
+/// the mapping"). Run with the source unit the item was read from; it gives exactly the message,
+/// or the fault, that [`ReadFace::read`] gives at the same place.
+pub type Deferred = Box<dyn FnOnce(&Origin) -> Result<Message, ParseError> + Send>;
+
 impl Item<'_> {
-    /// The event this item stands for: a carried line becomes its carrier message.
-    pub fn into_event(self) -> Event {
+    /// The event this item stands for: a carried line becomes its carrier message, a deferred
+    /// message is made (`source`: the unit it was read from).
+    pub fn into_event(self, source: &Origin) -> Result<Event, ParseError> {
         match self {
-            Item::Event(event) => event,
-            Item::Carried(carried) => Event::Message(carried.message()),
+            Item::Event(event) => Ok(event),
+            Item::Carried(carried) => Ok(Event::Message(carried.message())),
+            Item::Deferred(make) => make(source).map(Event::Message),
         }
     }
 }

@@ -99,10 +99,17 @@ impl ReadFace for ClaudeCodeReader {
     }
 
     fn read(&self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
-        read_source(source, false, &mut |item| emit(item.map(Item::into_event)));
+        read_source(source, false, &mut |item| {
+            emit(item.and_then(|i| i.into_event(source)))
+        });
     }
 
-    fn read_items(&self, source: &Origin, emit: &mut dyn FnMut(Result<Item<'_>, ParseError>)) {
+    fn read_items(
+        &self,
+        source: &Origin,
+        _defer: bool,
+        emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
+    ) {
         read_source(source, true, emit);
     }
 

@@ -138,19 +138,28 @@ impl ReadFace for CodexReader {
     }
 
     fn read(&self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
-        read_rollout(source, false, &mut |item| emit(item.map(Item::into_event)));
+        read_rollout(source, false, false, &mut |item| {
+            emit(item.and_then(|i| i.into_event(source)))
+        });
     }
 
-    fn read_items(&self, source: &Origin, emit: &mut dyn FnMut(Result<Item<'_>, ParseError>)) {
-        read_rollout(source, true, emit);
+    fn read_items(
+        &self,
+        source: &Origin,
+        defer: bool,
+        emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
+    ) {
+        read_rollout(source, true, defer, emit);
     }
 }
 
 /// Reads one rollout; with `raw_carriers`, the lines of an open session that are carried whole
-/// are handed over as their text ([`ReadFace::read_items`]).
+/// are handed over as their text, and with `defer` the other lines [`deferrable`] as their text
+/// and mapping ([`ReadFace::read_items`]).
 fn read_rollout(
     source: &Origin,
     raw_carriers: bool,
+    defer: bool,
     emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
 ) {
     let input = match open(source) {
@@ -172,20 +181,27 @@ fn read_rollout(
             Ok(b) => b,
             Err(e) => return emit(Err(e)),
         };
-        if raw_carriers
-            && let State::Open { session, anchor } = &rollout.state
-            && carried_whole(line, bytes)
-        {
-            rollout.records += 1;
-            let parts = CarrierParts {
-                source,
-                session,
-                line: std::str::from_utf8(bytes).expect("the line was checked to be UTF-8"),
-                at: &Locator::Line(line),
-                anchor,
-                duplicate_of: None,
-            };
-            return emit(Ok(Item::Carried(CarriedLine::new(parts, carrier_message))));
+        if raw_carriers && let State::Open { session, anchor } = &rollout.state {
+            match survey(line, bytes, defer) {
+                Survey::Carried => {
+                    rollout.records += 1;
+                    let parts = CarrierParts {
+                        source,
+                        session,
+                        line: std::str::from_utf8(bytes).expect("the line was checked to be UTF-8"),
+                        at: &Locator::Line(line),
+                        anchor,
+                        duplicate_of: None,
+                    };
+                    return emit(Ok(Item::Carried(CarriedLine::new(parts, carrier_message))));
+                }
+                Survey::Deferred => {
+                    rollout.records += 1;
+                    let made = deferred(line, bytes, session.clone(), anchor.clone());
+                    return emit(Ok(Item::Deferred(made)));
+                }
+                Survey::Read => {}
+            }
         }
         // A line of several records (`{...}{...}`) gives each of them, after a warning.
         parser.each_record(source, line, bytes, &mut |record| match record {
@@ -196,7 +212,7 @@ fn read_rollout(
     rollout.finish(&mut |e| emit(e.map(Item::Event)));
 }
 
-/// The message of a line [`carried_whole`] passed: what [`place_record`] makes of it, as
+/// The message of a line [`survey`] found carried: what [`place_record`] makes of it, as
 /// [`ReadFace::read`] gives it.
 fn carrier_message(parts: &CarrierParts<'_>) -> Message {
     let record = Record::from_json_at(parts.source, parts.at.clone(), parts.line.as_bytes())
@@ -332,24 +348,78 @@ impl<'o> Rollout<'o> {
     }
 }
 
-/// Whether a line of an open session is one [`place_record`] carries whole (placement rule 3)
-/// with no fault to report and with its line as its id, known without building its value: a JSON
-/// object serde_json reads ([`jsonl::scan_strict`]), an envelope whose `type` is not
-/// `response_item`, with no `ordinal`, whose `timestamp` (if a string) is usable, and small
-/// enough that no value in it meets the per-value bound.
-fn carried_whole(line: u64, bytes: &[u8]) -> bool {
-    if !jsonl::within_value_bound(bytes) {
-        return false;
+/// How a line of an open session is handed over by [`ReadFace::read_items`].
+enum Survey {
+    /// As its text, a carrier ([`Item::Carried`]).
+    Carried,
+    /// As its text and [`place_record`] ([`Item::Deferred`]).
+    Deferred,
+    /// Read here, as [`ReadFace::read`] reads it.
+    Read,
+}
+
+/// What the walk of a line of an open session shows, without building its value. Both forms
+/// that hand a line over as its text need a JSON object serde_json reads
+/// ([`jsonl::scan_strict`]: one record, no fault in reading it), with no `ordinal` (so its id
+/// is its line) and a `timestamp`, if a string, that is usable (so [`place_record`] reports no
+/// fault). Such a line is a carrier when it is an envelope whose `type` is not `response_item`,
+/// small enough that no value in it meets the per-value bound (placement rule 3); any other is
+/// deferred when `defer` asks for it.
+fn survey(line: u64, bytes: &[u8], defer: bool) -> Survey {
+    let small = jsonl::within_value_bound(bytes);
+    if !defer && !small {
+        return Survey::Read;
     }
-    // A `response_item` is read as a message: its line is not walked further.
-    let give_up = |key: &str, text: Option<&str>| key == "type" && text == Some("response_item");
+    // Without `defer`, a `response_item` is read as a message: its line is not walked further.
+    let give_up =
+        |key: &str, text: Option<&str>| !defer && key == "type" && text == Some("response_item");
     let wanted = ["type", "payload", "ordinal", "timestamp"];
     let Some(scan) = jsonl::scan_strict(line, bytes, &wanted, &give_up) else {
-        return false;
+        return Survey::Read;
     };
+    if scan.has("ordinal") || !scan.str("timestamp").is_none_or(Timestamp::is_valid) {
+        return Survey::Read;
+    }
     let carried_kind = scan.str("type").is_some_and(|k| k != "response_item");
-    let usable_time = scan.str("timestamp").is_none_or(Timestamp::is_valid);
-    carried_kind && scan.has("payload") && !scan.has("ordinal") && usable_time
+    if small && carried_kind && scan.has("payload") {
+        Survey::Carried
+    } else if defer {
+        Survey::Deferred
+    } else {
+        Survey::Read
+    }
+}
+
+thread_local! {
+    /// The parser of deferred lines, one per thread that makes them.
+    static PARSER: std::cell::RefCell<jsonl::LineParser> =
+        std::cell::RefCell::new(jsonl::LineParser::default());
+}
+
+/// A line [`survey`] deferred: the line (a copy) and what [`Rollout::place`] does with it, so the
+/// message is the same on whichever thread it is made.
+fn deferred(
+    line: u64,
+    bytes: &[u8],
+    session: SessionId,
+    anchor: Timestamp,
+) -> crate::face::Deferred {
+    let bytes = bytes.to_vec();
+    Box::new(move |origin: &Origin| {
+        let record = PARSER.with_borrow_mut(|p| p.record(origin, line, &bytes))?;
+        // Its id is its line: the survey found no `ordinal`.
+        let id = MessageId::from(record.position());
+        let at = record.locator().clone();
+        // The survey found the timestamp usable: placing reports no fault.
+        place_record(&session, &anchor, id, record, &mut |_| {}).ok_or_else(|| {
+            origin.error(
+                at,
+                ParseErrorKind::Unrecognized {
+                    detail: "a response item whose payload is no object".into(),
+                },
+            )
+        })
+    })
 }
 
 /// The message `record` of `session` becomes, with id `id`: a typed message or a carrier. A

@@ -24,7 +24,7 @@ mod validate;
 mod write;
 
 use crate::discover::relative_of;
-use crate::face::{ReadFace, Sniff};
+use crate::face::{Item, ReadFace, Sniff};
 use crate::registry::{Codec, Install};
 use pond_canonical::{Event, Locator, Origin, ParseError, ParseErrorKind};
 use std::io::BufRead;
@@ -132,7 +132,20 @@ impl ReadFace for PiReader {
     }
 
     fn read(&self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
-        read::read(source, emit);
+        read::read(source, false, &mut |item| {
+            emit(item.and_then(|i| i.into_event(source)))
+        });
+    }
+
+    /// [`read`](ReadFace::read)'s events; with `defer`, each main-line entry read whole from its
+    /// line is handed over as the line and its mapping ([`Item::Deferred`]).
+    fn read_items(
+        &self,
+        source: &Origin,
+        defer: bool,
+        emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
+    ) {
+        read::read(source, defer, emit);
     }
 }
 

@@ -17,6 +17,7 @@
 //! their index); a block's own leftovers go to its part's `options.pi`.
 
 use super::NAME;
+use crate::face::Item;
 use crate::jsonl::{self, LineParser};
 use pond_canonical::bounded::bounded_object;
 use pond_canonical::{
@@ -26,9 +27,11 @@ use pond_canonical::{
     UserMessage, options_ns,
 };
 use serde_json::{Map, Value};
+use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
-type Emit<'a> = &'a mut dyn FnMut(Result<Event, ParseError>);
+type Emit<'a, 'i> = &'a mut dyn FnMut(Result<Item<'i>, ParseError>);
 
 /// Whether a JSON value is a pi session header.
 pub(crate) fn is_header(v: &Value) -> bool {
@@ -38,6 +41,7 @@ pub(crate) fn is_header(v: &Value) -> bool {
 
 /// What the first pass learns of one entry: where it is and how it hangs in the tree, without
 /// its value.
+#[derive(Clone)]
 struct Entry {
     line: u64,
     /// Which record of its line the entry is: 1 but for a line of several records.
@@ -126,7 +130,11 @@ impl Entry {
 /// and which belong to side branches; the second pass reads the file again and emits each
 /// main-line entry's message as it comes, holding only the entries of side branches, whose
 /// sessions follow the main one.
-pub(crate) fn read<'o>(origin: &'o Origin, emit: Emit<'_>) {
+///
+/// `defer`: a main-line entry read whole from its line is handed over as that line with its
+/// mapping ([`Item::Deferred`]) rather than as its message, for a conversion to make on either
+/// of its threads.
+pub(crate) fn read<'o>(origin: &'o Origin, defer: bool, emit: Emit<'_, '_>) {
     // Both passes read a file of up to jsonl::HOLD_LIMIT bytes from one read into memory.
     let held = match jsonl::hold(origin) {
         Ok(h) => h,
@@ -323,18 +331,23 @@ pub(crate) fn read<'o>(origin: &'o Origin, emit: Emit<'_>) {
         }
     }
 
-    emit(Ok(Event::Session(session)));
+    emit(Ok(Item::Event(Event::Session(session))));
+    let context = Arc::new(Context {
+        session: main_id.clone(),
+        anchor: created.clone(),
+        file: file.clone(),
+    });
     // The second pass: each main-line entry's message as it comes, in file order.
     let mut held_records: HashMap<usize, Record<'o>> = HashMap::new();
     let mut next = 0;
-    let mut take = |i: usize, record: Result<Record<'o>, ParseError>, emit: Emit<'_>| {
+    let mut take = |i: usize, record: Result<Record<'o>, ParseError>, emit: Emit<'_, '_>| {
         let record = match record {
             Ok(record) => record,
             Err(_) => return emit(Err(changed(origin, entries[i].locator()))),
         };
         if main[i] {
             let m = map_entry(record, &entries[i], &main_id, &created, &file);
-            emit(Ok(Event::Message(m)));
+            emit(Ok(Item::Event(Event::Message(m))));
         } else if uses[i] > 0 {
             held_records.insert(i, record);
         }
@@ -350,7 +363,15 @@ pub(crate) fn read<'o>(origin: &'o Origin, emit: Emit<'_>) {
             return;
         }
         if entries[next].whole_line {
-            take(next, parser.record(origin, line, bytes), emit);
+            if defer && main[next] {
+                emit(Ok(Item::Deferred(deferred(
+                    bytes,
+                    entries[next].clone(),
+                    context.clone(),
+                ))));
+            } else {
+                take(next, parser.record(origin, line, bytes), emit);
+            }
             next += 1;
             return;
         }
@@ -385,7 +406,7 @@ pub(crate) fn read<'o>(origin: &'o Origin, emit: Emit<'_>) {
         if user_project {
             crate::discover::mark_project_from(&mut child, "user");
         }
-        emit(Ok(Event::Session(child)));
+        emit(Ok(Item::Event(Event::Session(child))));
         for i in own {
             // An entry in several branches is cloned for all but its last.
             uses[i] -= 1;
@@ -396,10 +417,40 @@ pub(crate) fn read<'o>(origin: &'o Origin, emit: Emit<'_>) {
             };
             if let Some(record) = record {
                 let m = map_entry(record, &entries[i], &child_id, &created, &file);
-                emit(Ok(Event::Message(m)));
+                emit(Ok(Item::Event(Event::Message(m))));
             }
         }
     }
+}
+
+/// What every deferred message of a file is made from besides its line and entry.
+struct Context {
+    session: SessionId,
+    anchor: Timestamp,
+    file: String,
+}
+
+thread_local! {
+    /// The parser of deferred lines, one per thread that makes them.
+    static PARSER: RefCell<LineParser> = RefCell::new(LineParser::default());
+}
+
+/// A main-line entry's message, deferred: the line (a copy) and the mapping the second pass
+/// applies to it, so the message, or the fault, is the same on whichever thread it is made.
+fn deferred(bytes: &[u8], entry: Entry, context: Arc<Context>) -> crate::face::Deferred {
+    let bytes = bytes.to_vec();
+    Box::new(move |origin: &Origin| {
+        match PARSER.with_borrow_mut(|p| p.record(origin, entry.line, &bytes)) {
+            Ok(record) => Ok(map_entry(
+                record,
+                &entry,
+                &context.session,
+                &context.anchor,
+                &context.file,
+            )),
+            Err(_) => Err(changed(origin, entry.locator())),
+        }
+    })
 }
 
 /// The fault of an entry the second pass did not find as the first pass saw it.
