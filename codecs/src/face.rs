@@ -99,6 +99,15 @@ impl Item<'_> {
     }
 }
 
+/// An item sink that passes on the events the items stand for (`source`: the unit read): how
+/// a codec that reads through items gives [`ReadFace::read`]'s events.
+pub(crate) fn events<'a>(
+    source: &'a Origin,
+    emit: &'a mut dyn FnMut(Result<Event, ParseError>),
+) -> impl FnMut(Result<Item<'_>, ParseError>) + 'a {
+    move |item| emit(item.and_then(|i| i.into_event(source)))
+}
+
 /// A placement-rule-3 carrier (spec 6.5) whose record is still the text of its source line: a
 /// JSON object that maps to no message and is carried whole. A native write copies the line; any
 /// other writer asks for the [`message`](Self::message), which is exactly the carrier message

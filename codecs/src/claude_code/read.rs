@@ -99,9 +99,7 @@ impl ReadFace for ClaudeCodeReader {
     }
 
     fn read(&self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
-        read_source(source, false, &mut |item| {
-            emit(item.and_then(|i| i.into_event(source)))
-        });
+        read_source(source, false, &mut crate::face::events(source, emit));
     }
 
     fn read_items(

@@ -138,9 +138,7 @@ impl ReadFace for CodexReader {
     }
 
     fn read(&self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
-        read_rollout(source, false, false, &mut |item| {
-            emit(item.and_then(|i| i.into_event(source)))
-        });
+        read_rollout(source, false, false, &mut crate::face::events(source, emit));
     }
 
     fn read_items(

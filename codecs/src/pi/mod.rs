@@ -132,9 +132,7 @@ impl ReadFace for PiReader {
     }
 
     fn read(&self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
-        read::read(source, false, &mut |item| {
-            emit(item.and_then(|i| i.into_event(source)))
-        });
+        read::read(source, false, &mut crate::face::events(source, emit));
     }
 
     /// [`read`](ReadFace::read)'s events; with `defer`, each main-line entry read whole from its
