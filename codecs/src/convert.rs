@@ -187,8 +187,10 @@ fn convert_on(
         // A conversion in two stages on two threads: the read face (parsing and mapping) runs
         // ahead on its own thread while this one writes, so the conversion takes about as long
         // as the slower stage, not the sum of both. Events are owned, and cross in batches over
-        // a bounded channel and come back to be dropped where they were made: at most `PIPELINE_DEPTH + 3` batches of `PIPELINE_BATCH` events exist, whatever the
-        // input.
+        // a bounded channel and come back to be dropped where they were made: at most
+        // `PIPELINE_DEPTH + 3` batches of `PIPELINE_BATCH` events exist, whatever the input.
+        // A deferred message is made, written and dropped by this thread when it takes it
+        // (`Item::Deferred`), which it does while `queued` is zero: it would wait otherwise.
         // Batches sent and not yet taken by the writing thread.
         let queued = &AtomicUsize::new(0);
         std::thread::scope(|scope| {

@@ -38,12 +38,12 @@ pub trait ReadFace: Sync {
 
     /// Like [`read`](Self::read), for a conversion whose writer may take a carrier as its source
     /// line ([`Item::Carried`]) instead of as a message. A codec that can tell a carrier line
-    /// without building its value hands it over so; the default hands over [`read`]'s events.
-    /// With `defer` (a conversion on two threads), a codec may also hand over a message as its
-    /// line and mapping ([`Item::Deferred`]), for the conversion to make on either thread.
-    /// The events and faults are those of [`read`], in the same order, with each carried line
-    /// standing for the message [`CarriedLine::message`] gives and each deferred one for what
-    /// it makes.
+    /// without building its value hands it over so; the default hands over
+    /// [`read`](Self::read)'s events. With `defer` (a conversion on two threads), a codec may
+    /// also hand over a message as its line and mapping ([`Item::Deferred`]), for the
+    /// conversion to make on either thread. The events and faults are those of
+    /// [`read`](Self::read), in the same order, with each carried line standing for the message
+    /// [`CarriedLine::message`] gives and each deferred one for what it makes.
     fn read_items(
         &self,
         source: &Origin,

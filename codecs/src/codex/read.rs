@@ -152,8 +152,8 @@ impl ReadFace for CodexReader {
 }
 
 /// Reads one rollout; with `raw_carriers`, the lines of an open session that are carried whole
-/// are handed over as their text, and with `defer` the other lines [`deferrable`] as their text
-/// and mapping ([`ReadFace::read_items`]).
+/// are handed over as their text, and with `defer` the other lines [`survey`] vouches for as
+/// their text and mapping ([`ReadFace::read_items`]).
 fn read_rollout(
     source: &Origin,
     raw_carriers: bool,
