@@ -224,6 +224,22 @@ pub struct LineParser {
     nodes: Vec<Node<'static>>,
 }
 
+thread_local! {
+    /// The parser of [`record_here`], one per thread.
+    static HERE: std::cell::RefCell<LineParser> = std::cell::RefCell::new(LineParser::default());
+}
+
+/// [`LineParser::record`] with the calling thread's own parser: for a line made into a message
+/// away from the reader that read it (a deferred message, `face::Deferred`, made on whichever
+/// thread of a conversion takes it), where the reader's parser is not at hand.
+pub fn record_here<'o>(
+    origin: &'o Origin,
+    line: u64,
+    bytes: &[u8],
+) -> Result<Record<'o>, ParseError> {
+    HERE.with_borrow_mut(|p| p.record(origin, line, bytes))
+}
+
 impl LineParser {
     /// The record of one line: what [`Record::from_json_line`] gives, faults included.
     pub fn record<'o>(

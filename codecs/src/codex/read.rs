@@ -388,12 +388,6 @@ fn survey(line: u64, bytes: &[u8], defer: bool) -> Survey {
     }
 }
 
-thread_local! {
-    /// The parser of deferred lines, one per thread that makes them.
-    static PARSER: std::cell::RefCell<jsonl::LineParser> =
-        std::cell::RefCell::new(jsonl::LineParser::default());
-}
-
 /// A line [`survey`] deferred: the line (a copy) and what [`Rollout::place`] does with it, so the
 /// message is the same on whichever thread it is made.
 fn deferred(
@@ -404,7 +398,7 @@ fn deferred(
 ) -> crate::face::Deferred {
     let bytes = bytes.to_vec();
     Box::new(move |origin: &Origin| {
-        let record = PARSER.with_borrow_mut(|p| p.record(origin, line, &bytes))?;
+        let record = jsonl::record_here(origin, line, &bytes)?;
         // Its id is its line: the survey found no `ordinal`.
         let id = MessageId::from(record.position());
         let at = record.locator().clone();

@@ -27,7 +27,6 @@ use pond_canonical::{
     UserMessage, options_ns,
 };
 use serde_json::{Map, Value};
-use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -430,17 +429,12 @@ struct Context {
     file: String,
 }
 
-thread_local! {
-    /// The parser of deferred lines, one per thread that makes them.
-    static PARSER: RefCell<LineParser> = RefCell::new(LineParser::default());
-}
-
 /// A main-line entry's message, deferred: the line (a copy) and the mapping the second pass
 /// applies to it, so the message, or the fault, is the same on whichever thread it is made.
 fn deferred(bytes: &[u8], entry: Entry, context: Arc<Context>) -> crate::face::Deferred {
     let bytes = bytes.to_vec();
-    Box::new(move |origin: &Origin| {
-        match PARSER.with_borrow_mut(|p| p.record(origin, entry.line, &bytes)) {
+    Box::new(
+        move |origin: &Origin| match jsonl::record_here(origin, entry.line, &bytes) {
             Ok(record) => Ok(map_entry(
                 record,
                 &entry,
@@ -449,8 +443,8 @@ fn deferred(bytes: &[u8], entry: Entry, context: Arc<Context>) -> crate::face::D
                 &context.file,
             )),
             Err(_) => Err(changed(origin, entry.locator())),
-        }
-    })
+        },
+    )
 }
 
 /// The fault of an entry the second pass did not find as the first pass saw it.
