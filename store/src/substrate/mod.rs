@@ -57,6 +57,22 @@ use tokio::sync::Mutex;
 const INDEX_CACHE_BYTES: usize = 128 << 20;
 const METADATA_CACHE_BYTES: usize = 32 << 20;
 
+/// The index cache a server keeps unless told otherwise: a search reads posting lists of the
+/// n-gram index (half a gigabyte on disk at 1M messages), and with 128 MiB a server under load
+/// read them again and again (docs/benchmarks.md, "HTTP load ...: the index cache").
+pub const SERVE_INDEX_CACHE_BYTES: usize = 1 << 30;
+
+/// The index cache of the Lance sessions this process opens from now on ([`set_index_cache`]).
+static INDEX_CACHE: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(INDEX_CACHE_BYTES);
+
+/// Sets the index cache (bytes) of every Lance session this process opens from now on: a
+/// process that serves searches keeps more of the index than one that imports (which reads
+/// none). A process-wide setting, like the allocator: chosen once, at the start of a verb.
+pub fn set_index_cache(bytes: usize) {
+    INDEX_CACHE.store(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// The dataset-level metadata key holding a table's schema version (lance-dataset-schema-version).
 pub const SCHEMA_VERSION_KEY: &str = "pond.schema_version";
 
@@ -198,7 +214,7 @@ struct Handle {
 /// table of one process shares (spec 3.4: one cache, one object-store client per store).
 pub fn lance_session() -> Arc<Session> {
     Arc::new(Session::new(
-        INDEX_CACHE_BYTES,
+        INDEX_CACHE.load(std::sync::atomic::Ordering::Relaxed),
         METADATA_CACHE_BYTES,
         Arc::new(lance::io::ObjectStoreRegistry::default()),
     ))
