@@ -205,6 +205,136 @@ pub fn each_line(
     Ok(())
 }
 
+/// How many bytes of lines [`each_line_surveyed`] gathers before surveying them on two threads.
+const SURVEY_BLOCK: usize = 2 << 20;
+
+/// A block smaller than this is surveyed on the calling thread alone: a thread costs more.
+const SURVEY_ALONE: usize = 64 << 10;
+
+/// [`each_line`] with `survey` run over every line first: `each` gets every line, in order, with
+/// what `survey` made of it. `survey` must be a pure reading of the line (it sees no other
+/// state), so that on `two_threads` it can run on two threads at once: the lines are gathered in
+/// blocks of about [`SURVEY_BLOCK`] bytes, the second half of each block surveyed on a thread of
+/// its own while the calling thread surveys the first; `each` still runs on the calling thread,
+/// in line order. For a reader's first pass when a conversion's other thread has nothing to do
+/// yet (pi's tree pass: its writer waits for the first message).
+pub fn each_line_surveyed<T: Send>(
+    source: &Origin,
+    held: Option<&[u8]>,
+    two_threads: bool,
+    survey: impl Fn(u64, &[u8]) -> Option<T> + Sync,
+    mut each: impl FnMut(u64, Result<&[u8], ParseError>, Option<T>),
+) -> Result<(), ParseError> {
+    if !two_threads {
+        return each_line(source, held, |line, bytes| {
+            let surveyed = bytes.as_ref().ok().and_then(|b| survey(line, b));
+            each(line, bytes, surveyed)
+        });
+    }
+    let sizes = (SURVEY_BLOCK, SURVEY_ALONE);
+    surveyed_in_blocks(source, held, sizes, &survey, &mut each)
+}
+
+/// Lines gathered for a block: each line's number and its bytes' range in the block (or its fault).
+type Gathered = Vec<(u64, Result<std::ops::Range<usize>, ParseError>)>;
+
+/// [`each_line_surveyed`] on two threads, in blocks of `block` bytes (`alone`: see
+/// [`SURVEY_ALONE`]).
+fn surveyed_in_blocks<T: Send>(
+    source: &Origin,
+    held: Option<&[u8]>,
+    (block, alone): (usize, usize),
+    survey: &(dyn Fn(u64, &[u8]) -> Option<T> + Sync),
+    each: &mut dyn FnMut(u64, Result<&[u8], ParseError>, Option<T>),
+) -> Result<(), ParseError> {
+    let mut lines: Gathered = Vec::new();
+    match held {
+        Some(all) => {
+            // Ranges into the held file: nothing is copied.
+            let mut gathered = 0;
+            split_lines(source, all, |line, bytes| {
+                let range = bytes.map(|b| {
+                    let at = b.as_ptr() as usize - all.as_ptr() as usize;
+                    at..at + b.len()
+                });
+                gathered += range.as_ref().map_or(0, |r| r.len());
+                lines.push((line, range));
+                if gathered >= block {
+                    survey_block(all, &mut lines, alone, survey, each);
+                    gathered = 0;
+                }
+            });
+            survey_block(all, &mut lines, alone, survey, each);
+        }
+        None => {
+            // Lines are copied into one buffer of `block` bytes (more only for a longer line):
+            // a block is surveyed before a line that would overflow it.
+            let mut bytes = Vec::with_capacity(block);
+            read_lines(source, open(source)?, |line, got| {
+                if let Ok(b) = &got
+                    && !lines.is_empty()
+                    && bytes.len() + b.len() > block
+                {
+                    survey_block(&bytes, &mut lines, alone, survey, each);
+                    bytes.clear();
+                }
+                let range = got.map(|b| {
+                    let at = bytes.len();
+                    bytes.extend_from_slice(b);
+                    at..bytes.len()
+                });
+                lines.push((line, range));
+            });
+            survey_block(&bytes, &mut lines, alone, survey, each);
+        }
+    }
+    Ok(())
+}
+
+/// Surveys the gathered `lines` (ranges of `base`), the lines holding the second half of their
+/// bytes on a thread of their own, then hands each to `each` in order; `lines` is left empty.
+fn survey_block<T: Send>(
+    base: &[u8],
+    lines: &mut Gathered,
+    alone: usize,
+    survey: &(dyn Fn(u64, &[u8]) -> Option<T> + Sync),
+    each: &mut dyn FnMut(u64, Result<&[u8], ParseError>, Option<T>),
+) {
+    let len = |r: &Result<std::ops::Range<usize>, ParseError>| r.as_ref().map_or(0, |r| r.len());
+    let total: usize = lines.iter().map(|(_, r)| len(r)).sum();
+    let look = |(line, range): &(u64, Result<std::ops::Range<usize>, ParseError>)| {
+        range
+            .as_ref()
+            .ok()
+            .and_then(|r| survey(*line, &base[r.clone()]))
+    };
+    let surveys: Vec<Option<T>> = if total < alone {
+        lines.iter().map(look).collect()
+    } else {
+        let mut half = 0;
+        let mid = lines
+            .iter()
+            .position(|(_, r)| {
+                half += len(r);
+                2 * half >= total
+            })
+            .map_or(lines.len(), |i| i + 1);
+        let (first, second) = lines.split_at(mid);
+        std::thread::scope(|scope| {
+            let other = scope.spawn(|| second.iter().map(look).collect::<Vec<_>>());
+            let mut out: Vec<Option<T>> = first.iter().map(look).collect();
+            match other.join() {
+                Ok(rest) => out.extend(rest),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+            out
+        })
+    };
+    for ((line, range), surveyed) in lines.drain(..).zip(surveys) {
+        each(line, range.map(|r| &base[r]), surveyed);
+    }
+}
+
 /// Nesting at which a line leaves the fast path; serde_json's own limit (128) then decides.
 const MAX_FAST_DEPTH: usize = 100;
 
@@ -1306,6 +1436,81 @@ mod tests {
                 String::from_utf8_lossy(input)
             );
         }
+    }
+
+    #[test]
+    fn a_survey_on_two_threads_gives_each_line_in_order_with_its_own_survey() {
+        let dir = std::env::temp_dir().join(format!("pond-survey-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut input = Vec::new();
+        for i in 0..300u32 {
+            match i % 7 {
+                0 => input.extend_from_slice(b"\n"),
+                1 => input.extend_from_slice(b"  \r\n"),
+                2 => input.extend_from_slice(format!("not json {i}\r\n").as_bytes()),
+                _ => input.extend_from_slice(
+                    format!("{{\"i\":{i},\"pad\":\"{}\"}}\n", "x".repeat(i as usize)).as_bytes(),
+                ),
+            }
+        }
+        input.extend_from_slice(b"{\"last\":");
+        let path = dir.join("lines.jsonl");
+        std::fs::write(&path, &input).unwrap();
+        let origin = Origin::new("test", &path, "lines.jsonl");
+        // A survey that depends on the line alone, and says which thread made it.
+        let survey = |line: u64, bytes: &[u8]| {
+            (bytes.first() == Some(&b'{')).then(|| (line, bytes.len(), std::thread::current().id()))
+        };
+        type Seen = Vec<(u64, Result<Vec<u8>, String>, Option<(u64, usize)>)>;
+        let threads = std::cell::RefCell::new(std::collections::HashSet::new());
+        let run = |held: Option<&[u8]>, sizes: Option<(usize, usize)>| -> Seen {
+            let mut seen = Vec::new();
+            let mut each = |line, bytes: Result<&[u8], ParseError>, s: Option<(u64, usize, _)>| {
+                if let Some((_, _, thread)) = s {
+                    threads.borrow_mut().insert(thread);
+                }
+                let bytes = bytes.map(<[u8]>::to_vec).map_err(|e| e.to_string());
+                seen.push((line, bytes, s.map(|(l, n, _)| (l, n))));
+            };
+            match sizes {
+                None => each_line_surveyed(&origin, held, false, survey, each).unwrap(),
+                Some(sizes) => {
+                    surveyed_in_blocks(&origin, held, sizes, &survey, &mut each).unwrap()
+                }
+            }
+            seen
+        };
+        let alone = run(None, None);
+        let lines = (0..300).filter(|i| i % 7 >= 2).count() + 1;
+        assert_eq!(alone.len(), lines, "blank lines are not lines");
+        assert!(
+            alone
+                .iter()
+                .all(|(line, _, s)| s.is_none_or(|(l, _)| l == *line))
+        );
+        let one_thread = threads.borrow().len();
+        assert_eq!(one_thread, 1);
+        for held in [None, Some(&input[..])] {
+            for sizes in [
+                (1, 0),
+                (100, 0),
+                (5_000, 0),
+                (1 << 20, 0),
+                (1 << 20, 1 << 20),
+            ] {
+                assert_eq!(
+                    run(held, Some(sizes)),
+                    alone,
+                    "held {}, {sizes:?}",
+                    held.is_some()
+                );
+            }
+        }
+        assert!(
+            threads.borrow().len() > one_thread,
+            "some lines were surveyed on another thread"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

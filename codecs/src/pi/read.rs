@@ -144,25 +144,36 @@ pub(crate) fn read<'o>(origin: &'o Origin, defer: bool, emit: Emit<'_, '_>) {
     let mut parent_refs: Vec<ParentRef> = Vec::new();
     let mut unrecognized = false;
     let mut parser = LineParser::default();
-    let first_pass = jsonl::each_line(origin, held.as_deref(), |line, bytes| {
-        let bytes = match bytes {
-            Ok(b) => b,
-            Err(e) => return emit(Err(e)),
-        };
-        if unrecognized {
-            return;
-        }
-        // An entry line the walk alone shows to be a JSON object: only its tree fields are read.
-        if header.is_some()
-            && let Some(scan) = jsonl::scan_strict(line, bytes, &TREE_FIELDS, &|_, _| false)
-        {
-            let (entry, parent) = Entry::surveyed(origin, &scan);
-            entries.push(entry);
-            parent_refs.push(parent);
-            return;
-        }
-        // A line of several records (`{...}{...}`) gives each of them, after a warning.
-        parser.each_record(origin, line, bytes, &mut |item| {
+    // An entry line the walk alone shows to be a JSON object: only its tree fields are read. The
+    // walk is the pass's work; in a conversion (`defer`) the writing thread has nothing to do
+    // until the first message, so the walk runs on two threads.
+    let walk = |line: u64, bytes: &[u8]| {
+        jsonl::scan_strict(line, bytes, &TREE_FIELDS, &|_, _| false)
+            .map(|scan| Entry::surveyed(origin, &scan))
+    };
+    let first_pass = jsonl::each_line_surveyed(
+        origin,
+        held.as_deref(),
+        defer,
+        walk,
+        |line, bytes, walked| {
+            let bytes = match bytes {
+                Ok(b) => b,
+                Err(e) => return emit(Err(e)),
+            };
+            if unrecognized {
+                return;
+            }
+            // (The header, the first record, is read whole whatever the walk made of it.)
+            if header.is_some()
+                && let Some((entry, parent)) = walked
+            {
+                entries.push(entry);
+                parent_refs.push(parent);
+                return;
+            }
+            // A line of several records (`{...}{...}`) gives each of them, after a warning.
+            parser.each_record(origin, line, bytes, &mut |item| {
             if unrecognized {
                 return;
             }
@@ -189,7 +200,8 @@ pub(crate) fn read<'o>(origin: &'o Origin, defer: bool, emit: Emit<'_, '_>) {
                 }
             }
         });
-    });
+        },
+    );
     if let Err(e) = first_pass {
         return emit(Err(e));
     }
