@@ -203,16 +203,29 @@ fn end_quietly_on_a_closed_pipe() {
 /// more time (docs/benchmarks.md). pond's target is under 1 GiB whatever the corpus.
 #[cfg(feature = "store")]
 fn return_freed_memory_at_once() {
-    // `mi_option_purge_delay` in mimalloc.h (v3, the version the `mimalloc` crate builds): the
-    // 16th option, a delay in milliseconds, 0 to purge at once. The crate's Rust bindings
-    // declare the function (feature `extended`) but name no constant for this option.
+    set_purge_delay(0);
+}
+
+/// A conversion keeps the pages it frees: its live memory is tens of MB, but it frees and
+/// allocates again at every line, and returning freed pages to the system (mimalloc's default:
+/// 10 ms after they were freed) cost system calls to give back pages it soon took again
+/// (docs/benchmarks.md, "pi's first pass on two threads": a few percent on the pi pairs).
+fn keep_freed_memory() {
+    set_purge_delay(-1);
+}
+
+/// mimalloc's `mi_option_purge_delay` (mimalloc.h v3, the version the `mimalloc` crate builds):
+/// the 16th option, a delay in milliseconds before freed pages go back to the system, 0 for at
+/// once, -1 for never. The crate's Rust bindings declare the function (feature `extended`) but
+/// name no constant for this option.
+fn set_purge_delay(millis: std::ffi::c_long) {
     const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
     unsafe extern "C" {
         fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
     }
     // SAFETY: a plain C call into the allocator linked as the global allocator; mimalloc's
     // options may be set at any time, from any thread.
-    unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, 0) }
+    unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, millis) }
 }
 
 fn main() -> ExitCode {
@@ -226,7 +239,10 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     match cli.command {
-        Command::Convert(args) => convert::run(args, cli.json),
+        Command::Convert(args) => {
+            keep_freed_memory();
+            convert::run(args, cli.json)
+        }
         Command::Codecs => codecs(cli.json),
         #[cfg(feature = "store")]
         Command::Sync(args) => {
