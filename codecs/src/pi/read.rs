@@ -132,7 +132,8 @@ impl Entry {
 ///
 /// `defer`: a main-line entry read whole from its line is handed over as that line with its
 /// mapping ([`Item::Deferred`]) rather than as its message, for a conversion to make on either
-/// of its threads.
+/// of its threads; and, the conversion's other thread being idle until the first message, the
+/// first pass walks the lines on two threads ([`jsonl::each_line_surveyed`]).
 pub(crate) fn read<'o>(origin: &'o Origin, defer: bool, emit: Emit<'_, '_>) {
     // Both passes read a file of up to jsonl::HOLD_LIMIT bytes from one read into memory.
     let held = match jsonl::hold(origin) {
