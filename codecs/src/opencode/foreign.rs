@@ -35,7 +35,7 @@
 //!   stays `running` (`tool_call_without_result`) and a result that comes later is dropped
 //!   (`unpaired_tool_result`).
 
-use crate::digest::hash128;
+use crate::digest::{hash128, hash128_of};
 use crate::discover::find_str;
 use crate::face::{At, Losses, Target, WriteError};
 use crate::hold::{Prelude, Streamed};
@@ -55,6 +55,11 @@ const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrst
 /// An opencode id: `prefix_` + 12 hex digits of the low 48 bits of `n` + 14 base62 characters
 /// from a hash of `seed` (opencode.md section 6): the hash's base-62 digits, lowest first.
 fn oc_id(prefix: &str, n: u128, seed: &str) -> String {
+    oc_id_of(prefix, n, &[seed.as_bytes()])
+}
+
+/// [`oc_id`] of the seed that is the concatenation of `seed` (no string made for it).
+fn oc_id_of(prefix: &str, n: u128, seed: &[&[u8]]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     // 62^7 < 2^42: the hash splits into two 7-digit halves, each worked in 64-bit arithmetic
     // (two 128-bit divisions per id instead of 28; a conversion makes one id per part).
@@ -66,7 +71,7 @@ fn oc_id(prefix: &str, n: u128, seed: &str) -> String {
     for shift in (0..12).rev() {
         id.push(char::from(HEX[((low >> (shift * 4)) & 0xf) as usize]));
     }
-    let h = hash128(seed);
+    let h = hash128_of(seed);
     for half in [(h % HALF) as u64, ((h / HALF) % HALF) as u64] {
         let mut d = half;
         for _ in 0..7 {
@@ -124,8 +129,15 @@ pub(crate) fn output_text(v: &Value, losses: &mut Losses, at: At<'_>) -> String 
 
 /// One opencode part under construction, with the seed its id derives from.
 struct PartOut {
-    seed: String,
+    seed: PartSeed,
     body: Body,
+}
+
+/// What a part's id derives from, after its message's seed and `#`: the canonical part's id, or
+/// for a step frame the message's seed again, `#step-start` or `#step-finish`, and the step.
+enum PartSeed {
+    Part(String),
+    Step { finish: bool, step: usize },
 }
 
 /// What a part of the export holds besides `id`, `sessionID` and `messageID`: its members in
@@ -312,9 +324,10 @@ pub(crate) struct ForeignDoc {
     last_id: Option<String>,
     /// Call id -> (index in the session of its message, part index) of its tool part, for
     /// folding results into held messages.
-    calls: HashMap<String, (usize, usize)>,
+    /// (foldhash: lookups only, never iterated, so no order or seed shows in the output.)
+    calls: HashMap<String, (usize, usize), foldhash::fast::RandomState>,
     /// Every call id answered (a second result is dropped).
-    answered: HashSet<String>,
+    answered: HashSet<String, foldhash::fast::RandomState>,
     /// The title (the first user text) and the last time of the messages written so far.
     title: Option<String>,
     updated: i64,
@@ -391,7 +404,10 @@ impl ForeignDoc {
 
     fn push_part(&mut self, msg: usize, seed: String, body: Body) -> usize {
         let parts = &mut self.held[msg].parts;
-        parts.push(PartOut { seed, body });
+        parts.push(PartOut {
+            seed: PartSeed::Part(seed),
+            body,
+        });
         parts.len() - 1
     }
 
@@ -641,9 +657,9 @@ impl ForeignDoc {
         let mut finish = "stop";
         let parts = if m.assistant {
             let frame = |step: usize, body: Body| PartOut {
-                seed: match body {
-                    Body::StepStart => format!("{}#step-start{step}", m.seed),
-                    _ => format!("{}#step-finish{step}", m.seed),
+                seed: PartSeed::Step {
+                    finish: !matches!(body, Body::StepStart),
+                    step,
                 },
                 body,
             };
@@ -716,11 +732,20 @@ impl ForeignDoc {
             }
         });
         doc.array("parts", &parts, |out, k, p, depth| {
-            let id = oc_id(
-                "prt",
-                (m.created as u128) * 0x1000 + k as u128 + 1,
-                &format!("{}#{}", m.seed, p.seed),
-            );
+            let n = (m.created as u128) * 0x1000 + k as u128 + 1;
+            let (msg, mut digits) = (m.seed.as_bytes(), itoa::Buffer::new());
+            let id = match &p.seed {
+                PartSeed::Part(seed) => oc_id_of("prt", n, &[msg, b"#", seed.as_bytes()]),
+                PartSeed::Step { finish, step } => {
+                    let frame: &[u8] = if *finish {
+                        b"#step-finish"
+                    } else {
+                        b"#step-start"
+                    };
+                    let step = digits.format(*step).as_bytes();
+                    oc_id_of("prt", n, &[msg, b"#", msg, frame, step])
+                }
+            };
             let mut o = PrettyObject::new(out, depth);
             o.str("id", &id)
                 .str("sessionID", sid)
@@ -826,8 +851,8 @@ impl ForeignDoc {
             held: VecDeque::new(),
             base: 0,
             last_id: None,
-            calls: HashMap::new(),
-            answered: HashSet::new(),
+            calls: HashMap::default(),
+            answered: HashSet::default(),
             title: None,
             updated: millis(&session.created_at),
             started: false,
