@@ -149,7 +149,7 @@ impl Extracted<Map<String, Value>> {
 
     /// The member `key`, borrowed.
     pub fn field(&self, key: &str) -> Option<Extracted<&Value>> {
-        self.0.get(key).map(Extracted)
+        member(&self.0, key).map(Extracted)
     }
 
     /// Puts an extracted value back under `key`: a codec that took a nested member out of a
@@ -354,7 +354,7 @@ impl<'o> Record<'o> {
 
     /// The field `key`.
     pub fn get(&self, key: &str) -> Option<Extracted<&Value>> {
-        self.fields.get(key).map(Extracted)
+        member(&self.fields, key).map(Extracted)
     }
 
     /// The value at a JSON pointer into the record (`/message/content`).
@@ -364,7 +364,9 @@ impl<'o> Record<'o> {
 
     /// The field `key` if it is a string.
     pub fn str(&self, key: &str) -> Option<Extracted<&str>> {
-        self.fields.get(key).and_then(Value::as_str).map(Extracted)
+        member(&self.fields, key)
+            .and_then(Value::as_str)
+            .map(Extracted)
     }
 
     /// Removes the field `key` (so it does not land in the record's leftovers twice).
@@ -374,7 +376,7 @@ impl<'o> Record<'o> {
 
     /// Removes the field `key` if it is a string; a field of another type stays in place.
     pub fn take_str(&mut self, key: &str) -> Option<Extracted<String>> {
-        match self.fields.get(key) {
+        match member(&self.fields, key) {
             Some(Value::String(_)) => match self.fields.remove(key) {
                 Some(Value::String(s)) => Some(Extracted(s)),
                 _ => None,
@@ -540,6 +542,19 @@ impl<'de> serde::de::Visitor<'de> for ScalarVisitor {
     }
 }
 
+/// `map.get(key)`, found by comparing `key` with each member's while the map is small, as a
+/// record's objects are: serde_json's `Map` (with `preserve_order`, an `IndexMap`) hashes the
+/// key with SipHash first, which costs more than a few comparisons of short keys. Keys are
+/// unique, so the member found is the one `get` finds.
+pub fn member<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    const SMALL: usize = 8;
+    if map.len() <= SMALL {
+        map.iter().find_map(|(k, v)| (k == key).then_some(v))
+    } else {
+        map.get(key)
+    }
+}
+
 /// RFC 6901 lookup that starts at an object rather than a `Value`, so a record need not be wrapped.
 fn object_pointer<'a>(map: &'a Map<String, Value>, pointer: &str) -> Option<&'a Value> {
     // What `Value::pointer` does, without allocating for a token that has no `~` escape (every
@@ -552,10 +567,10 @@ fn object_pointer<'a>(map: &'a Map<String, Value>, pointer: &str) -> Option<&'a 
         }
     }
     let mut tokens = pointer.strip_prefix('/')?.split('/');
-    let mut at = map.get(&*token(tokens.next()?))?;
+    let mut at = member(map, &token(tokens.next()?))?;
     for t in tokens {
         at = match at {
-            Value::Object(map) => map.get(&*token(t))?,
+            Value::Object(map) => member(map, &token(t))?,
             Value::Array(items) => {
                 // As serde_json reads an index: no sign, no leading zero.
                 if t.starts_with('+') || (t.starts_with('0') && t.len() != 1) {

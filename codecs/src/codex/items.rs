@@ -9,6 +9,7 @@
 use super::keys;
 use super::provenance;
 use pond_canonical::bounded::bounded_object;
+use pond_canonical::seam::member;
 use pond_canonical::{
     AssistantMessage, Extracted, FileData, FilePart, Json, Message, MessageId, Options, PartKey,
     Provenance, ReasoningPart, SessionId, Text, TextPart, Timestamp, ToolCallPart, ToolMessage,
@@ -24,16 +25,18 @@ pub(crate) fn put(options: &mut Options, ns: &str, key: &str, value: Value) {
 /// Whether a `response_item` payload has what its typed parts need. A payload that does not is
 /// carried whole instead (placement rule 3), so nothing is taken from it and then lost.
 pub(crate) fn mappable(p: &Map<String, Value>) -> bool {
-    let is_str = |k: &str| p.get(k).is_some_and(Value::is_string);
-    match p.get("type").and_then(Value::as_str) {
+    let is_str = |k: &str| member(p, k).is_some_and(Value::is_string);
+    match member(p, "type").and_then(Value::as_str) {
         Some("message") => is_str("role"),
         Some("reasoning") => true,
         Some("function_call") => is_str("call_id") && is_str("name") && is_str("arguments"),
         Some("custom_tool_call") => is_str("call_id") && is_str("name") && is_str("input"),
-        Some("local_shell_call") => is_str("call_id") && p.contains_key("action"),
-        Some("web_search_call") => (is_str("call_id") || is_str("id")) && p.contains_key("action"),
+        Some("local_shell_call") => is_str("call_id") && member(p, "action").is_some(),
+        Some("web_search_call") => {
+            (is_str("call_id") || is_str("id")) && member(p, "action").is_some()
+        }
         Some("function_call_output" | "custom_tool_call_output") => {
-            is_str("call_id") && p.contains_key("output")
+            is_str("call_id") && member(p, "output").is_some()
         }
         _ => false,
     }
@@ -48,9 +51,8 @@ pub(crate) fn map_item(
 ) -> Message {
     let mut taken: Vec<&'static str> = Vec::new();
     let kind = payload
-        .get()
-        .get("type")
-        .and_then(Value::as_str)
+        .field("type")
+        .and_then(|t| t.get().as_str())
         .map(str::to_owned);
     let mut message = match kind.as_deref() {
         Some("message") => content_message(session, id, timestamp, &mut payload, &mut taken),
@@ -114,10 +116,11 @@ fn content_mappable(content: Option<&Value>) -> bool {
         return false;
     };
     items.iter().all(|item| {
-        let text = item.get("text").is_some_and(Value::is_string);
-        match item.get("type").and_then(Value::as_str) {
+        let field = |k: &str| item.as_object().and_then(|o| member(o, k));
+        let text = field("text").is_some_and(Value::is_string);
+        match field("type").and_then(Value::as_str) {
             Some("input_text" | "output_text") => text,
-            Some("input_image") => item.get("image_url").is_some_and(Value::is_string),
+            Some("input_image") => field("image_url").is_some_and(Value::is_string),
             _ => false,
         }
     })
@@ -133,14 +136,12 @@ fn content_message(
     taken: &mut Vec<&'static str>,
 ) -> Message {
     let p = payload.get();
-    let role = p
-        .get("role")
+    let role = member(p, "role")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
     // Newer Codex labels each content item's provenance; the label decides where present.
-    let labels: Vec<Option<String>> = p
-        .get("internal_chat_message_metadata_passthrough")
+    let labels: Vec<Option<String>> = member(p, "internal_chat_message_metadata_passthrough")
         .and_then(|m| m.get("content_item_metadata"))
         .and_then(Value::as_array)
         .map(|items| {
@@ -154,7 +155,7 @@ fn content_message(
                 .collect()
         })
         .unwrap_or_default();
-    let mappable = content_mappable(p.get("content"));
+    let mappable = content_mappable(member(p, "content"));
     let mut draft = if role == "assistant" {
         Draft::Assistant(AssistantMessage::new(session, id, timestamp))
     } else {
@@ -181,7 +182,7 @@ fn push_content_item(draft: &mut Draft, role: &str, label: Option<&str>, item: E
     let Ok(mut item) = item.into_object() else {
         return;
     };
-    let is_image = item.get().get("type").and_then(Value::as_str) == Some("input_image");
+    let is_image = item.field("type").and_then(|t| t.get().as_str()) == Some("input_image");
     if is_image {
         let Some(Ok(url)) = item.take("image_url").map(Extracted::into_string) else {
             return;
@@ -279,7 +280,7 @@ fn split_data_url(url: &str) -> Option<(std::ops::Range<usize>, std::ops::Range<
 /// Whether a reasoning array holds only `{text, ...}` objects.
 fn reasoning_mappable(items: Option<&Value>) -> bool {
     matches!(items, Some(Value::Array(items))
-        if items.iter().all(|i| i.get("text").is_some_and(Value::is_string)))
+        if items.iter().all(|i| i.as_object().and_then(|o| member(o, "text")).is_some_and(Value::is_string)))
 }
 
 /// `reasoning`: one reasoning part per `summary` and `content` entry. `encrypted_content` is
