@@ -46,7 +46,7 @@ impl Timestamp {
     /// Whether [`parse`](Self::parse) would accept `text`. Builds nothing, so it needs no
     /// [`Extracted`] value: for a reader deciding how to read a record before reading it.
     pub fn is_valid(text: &str) -> bool {
-        Self::parse_str(text).is_ok()
+        Self::micros_of(text).is_ok()
     }
 
     /// An instant a source recorded as milliseconds since the Unix epoch (opencode, pi), written as
@@ -74,6 +74,15 @@ impl Timestamp {
     }
 
     pub(crate) fn parse_str(text: &str) -> Result<Self, TimestampError> {
+        Ok(Self {
+            micros: Self::micros_of(text)?,
+            text: text.to_owned(),
+        })
+    }
+
+    /// The instant `text` names, in microseconds since the Unix epoch (no copy of the text: a
+    /// survey checks every line's timestamp and keeps none).
+    fn micros_of(text: &str) -> Result<i64, TimestampError> {
         let err = |reason| TimestampError {
             text: text.chars().take(64).collect(),
             reason,
@@ -145,10 +154,7 @@ impl Timestamp {
         };
         let days = days_from_civil(year, month, day);
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second.min(59) - offset_seconds;
-        Ok(Self {
-            text: text.to_owned(),
-            micros: seconds * 1_000_000 + frac_micros,
-        })
+        Ok(seconds * 1_000_000 + frac_micros)
     }
 }
 
