@@ -3,7 +3,7 @@
 //! codec and every fixture, shared and hand-written, malformed ones included, the items stand for
 //! exactly the events and faults `read` gives, in the same order, with and without `defer`; a
 //! carried line is the record its carrier message holds, and a deferred message made on another
-//! thread is the one `read` gives.
+//! thread, after every later one, is the one `read` gives.
 
 use pond_canonical::{Event, Message};
 use pond_codecs::{CODECS, Item};
@@ -38,6 +38,10 @@ fn read_items_stands_for_what_read_gives() {
                 });
                 for defer in [false, true] {
                     let mut items: Stream = Vec::new();
+                    // Deferred messages, with their places in `items`: made after the read, in
+                    // reverse order, since a conversion makes each on whichever thread is free
+                    // (so not in line order): each must be the same whenever it is made.
+                    let mut later: Vec<(usize, pond_codecs::face::Deferred)> = Vec::new();
                     reader.read_items(&source, defer, &mut |item| {
                         items.push(match item {
                             Ok(Item::Event(event)) => Ok(event),
@@ -65,15 +69,23 @@ fn read_items_stands_for_what_read_gives() {
                             Ok(Item::Deferred(make)) => {
                                 assert!(defer, "{}: deferred unasked", source.path().display());
                                 deferred += 1;
-                                // Made where a conversion makes it: on a thread other than the reader's.
-                                std::thread::scope(|s| s.spawn(|| make(&source)).join())
-                                    .expect("making a deferred message panicked")
-                                    .map(Event::Message)
-                                    .map_err(|e| e.to_string())
+                                later.push((items.len(), make));
+                                Err("deferred, not made yet".into())
                             }
                             Err(e) => Err(e.to_string()),
                         });
                     });
+                    // Made where a conversion makes them: on a thread other than the reader's.
+                    std::thread::scope(|s| {
+                        s.spawn(|| {
+                            for (at, make) in later.into_iter().rev() {
+                                items[at] =
+                                    make(&source).map(Event::Message).map_err(|e| e.to_string());
+                            }
+                        })
+                        .join()
+                    })
+                    .expect("making a deferred message panicked");
                     assert_eq!(plain, items, "{} (defer: {defer})", source.path().display());
                     compared += 1;
                 }

@@ -19,7 +19,9 @@
 //! [`jsonl::survey_fields`]) assigns each line to its session and finds each session's
 //! project (`cwd`, model-project-non-empty) and creation time, so that the `Session` event can
 //! precede its messages (adapter-integrity-event-ordering) without holding the file in memory;
-//! the second pass places every record and reports every fault.
+//! the second pass places every record and reports every fault. In a two-thread conversion
+//! (`read_items` with `defer`) a record's mapping may cross to the writing thread: the record
+//! goes parsed, with the tool names its results need, taken in line order here.
 
 use super::CODEC_NAME;
 use super::records::{self, LineContext};
@@ -99,16 +101,16 @@ impl ReadFace for ClaudeCodeReader {
     }
 
     fn read(&self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
-        read_source(source, false, &mut crate::face::events(source, emit));
+        read_source(source, false, false, &mut crate::face::events(source, emit));
     }
 
     fn read_items(
         &self,
         source: &Origin,
-        _defer: bool,
+        defer: bool,
         emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
     ) {
-        read_source(source, true, emit);
+        read_source(source, true, defer, emit);
     }
 
     fn companions(&self, source: &Origin) -> Vec<Origin> {
@@ -353,6 +355,7 @@ enum Slot {
 fn read_source(
     source: &Origin,
     raw_carriers: bool,
+    defer: bool,
     emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
 ) {
     // Both passes read a file of up to jsonl::HOLD_LIMIT bytes from one read into memory.
@@ -405,6 +408,20 @@ fn read_source(
             };
             return emit(Ok(Item::Carried(CarriedLine::new(parts, carrier_message))));
         };
+        if defer && timestamp_faultless(&record) {
+            // `defer`: the mapping is handed over with the parsed record, for a conversion to
+            // make on either thread. What it needs of the lines before it (the names of the calls
+            // its results answer) is taken here, in line order; its timestamp gives no fault.
+            let wanted = records::tool_names_ahead(&record, &mut tool_names);
+            let (session, anchor) = (id.clone(), anchor.clone());
+            return emit(Ok(Item::Deferred(deferred(
+                record,
+                session,
+                anchor,
+                duplicate_of,
+                wanted,
+            ))));
+        }
         let mut ctx = LineContext {
             session: id,
             anchor,
@@ -464,6 +481,39 @@ fn read_source(
     if let Err(e) = read {
         emit(Err(e));
     }
+}
+
+/// Whether placing `record` reports no fault: its timestamp, the one thing
+/// [`records::place`] can find at fault, is absent or usable.
+fn timestamp_faultless(record: &Record<'_>) -> bool {
+    let mut faults = Vec::new();
+    records::record_timestamp(record, &mut faults);
+    faults.is_empty()
+}
+
+/// A record's message, deferred (`read_items` with `defer`): the record as parsed, and the
+/// names of the calls its results answer ([`records::tool_names_ahead`]), so the message is the
+/// one [`ReadFace::read`] gives on whichever thread, and in whichever order, it is made.
+fn deferred(
+    record: Record<'_>,
+    session: SessionId,
+    anchor: Timestamp,
+    duplicate_of: Option<u64>,
+    mut tool_names: HashMap<String, Extracted<String>>,
+) -> crate::face::Deferred {
+    let at = record.locator().clone();
+    let fields = record.into_rest().into_inner();
+    Box::new(move |origin: &Origin| {
+        let record = Record::from_value(origin, at, Value::Object(fields))?;
+        let mut ctx = LineContext {
+            session: &session,
+            anchor: &anchor,
+            duplicate_of,
+            tool_names: &mut tool_names,
+        };
+        // `timestamp_faultless` held: no fault to report.
+        Ok(records::place(record, &mut ctx).0)
+    })
 }
 
 /// The message of a line [`carried_as_is`] passed: what [`records::place`] makes of it, as

@@ -99,6 +99,65 @@ pub(crate) fn placement(record: &Record<'_>) -> Placement {
     }
 }
 
+/// What [`place`] does with `ctx.tool_names` for `record`, done ahead of it, so that the record's
+/// mapping can be left to another thread: the calls of an assistant turn's `tool_use` blocks
+/// are learned into `names` (in block order, as [`place_block`] learns them), and the names the
+/// `tool_result` blocks of a tool turn look up are returned, for that record's own mapping.
+pub(crate) fn tool_names_ahead(
+    record: &Record<'_>,
+    names: &mut HashMap<String, Extracted<String>>,
+) -> HashMap<String, Extracted<String>> {
+    let mut wanted = HashMap::new();
+    // A turn's `message` is an object with `content` (`placement`); only an array has blocks.
+    let Placement::Turn(role) = placement(record) else {
+        return wanted;
+    };
+    let Some(content) = record.pointer("/message/content") else {
+        return wanted;
+    };
+    let Some(blocks) = content.items() else {
+        return wanted;
+    };
+    let has_str =
+        |block: &Extracted<&Value>, key: &str| block.field(key).and_then(|v| v.as_str()).is_some();
+    for block in blocks {
+        // A string block, or any other non-object, is text or opaque: no tool part.
+        if !block.get().is_object() {
+            continue;
+        }
+        let kind = block.field("type").and_then(|t| t.as_str());
+        let kind = kind.as_ref().map_or("", |k| *k.get());
+        match (role, kind) {
+            // As `place_block`: an assistant turn accepts tool calls.
+            (Role::Assistant, "tool_use" | "server_tool_use")
+                if has_str(&block, "id")
+                    && has_str(&block, "name")
+                    && block.field("input").is_some() =>
+            {
+                let (Some(id), Some(name)) = (
+                    block.field("id").and_then(|v| v.as_str()),
+                    block.field("name").and_then(|v| v.as_str()),
+                ) else {
+                    continue;
+                };
+                names.insert((*id.get()).to_owned(), name.to_owned());
+            }
+            // A tool turn accepts tool results.
+            (Role::Tool, "tool_result")
+                if has_str(&block, "tool_use_id") && block.field("content").is_some() =>
+            {
+                if let Some(call) = block.field("tool_use_id").and_then(|v| v.as_str())
+                    && let Some(name) = names.get(*call.get())
+                {
+                    wanted.insert((*call.get()).to_owned(), name.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    wanted
+}
+
 /// The message id of a record: its `uuid`, made unique with the line for a repeated uuid, or
 /// its position for a record without one (lance-deterministic-pk).
 pub(crate) fn message_id(record: &Record<'_>, duplicate_of: Option<u64>) -> MessageId {
