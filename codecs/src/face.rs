@@ -40,8 +40,9 @@ pub trait ReadFace: Sync {
     /// line ([`Item::Carried`]) instead of as a message. A codec that can tell a carrier line
     /// without building its value hands it over so; the default hands over
     /// [`read`](Self::read)'s events. With `defer` (a conversion on two threads), a codec may
-    /// also hand over a message as its line and mapping ([`Item::Deferred`]), for the
-    /// conversion to make on either thread. The events and faults are those of
+    /// also hand over a message as its line (or parsed record) and mapping
+    /// ([`Item::Deferred`]), for the conversion to make on either thread, in any order: each
+    /// makes the same message whenever it runs. The events and faults are those of
     /// [`read`](Self::read), in the same order, with each carried line standing for the message
     /// [`CarriedLine::message`] gives and each deferred one for what it makes.
     fn read_items(
