@@ -776,6 +776,22 @@ mod tests {
     }
 
     #[test]
+    fn member_finds_what_get_finds() {
+        // Small maps are scanned, larger ones hashed: both sides of the bound, keys present,
+        // absent, empty, and one that is a prefix of another.
+        for n in [0, 1, 7, 8, 9, 40] {
+            let mut map = Map::new();
+            for i in 0..n {
+                map.insert(format!("k{i}"), Value::from(i));
+            }
+            map.insert(String::new(), Value::from("empty"));
+            for key in ["k0", "k7", "k8", "k39", "k", "k00", "", "missing"] {
+                assert_eq!(member(&map, key), map.get(key), "{n} members, key {key:?}");
+            }
+        }
+    }
+
+    #[test]
     fn pointer_reaches_nested_values() {
         let o = origin();
         let r = Record::from_json_line(&o, 1, br#"{"message":{"content":[{"a/b":2}]}}"#).unwrap();

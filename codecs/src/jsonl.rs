@@ -1701,8 +1701,10 @@ mod tests {
             "v": {"x": [1, "two", {"three": null}], "y": {}},
             "inner": {"deep": {"k": 0}},
             "list": [{"i": 0}, {}, {"i": 2}],
+            "q\"k\u{1}": i64::MIN,
         });
-        for depth in [0, 2] {
+        // Depth 20: past the ready-made indents.
+        for depth in [0, 2, 20] {
             let mut want = Vec::new();
             write_value_pretty(&mut want, &expected, depth);
             let mut got = Vec::new();
@@ -1727,6 +1729,8 @@ mod tests {
                 }
                 e.end();
             });
+            // A key that needs escapes is escaped.
+            o.int("q\"k\u{1}", i64::MIN);
             o.end();
             assert_eq!(
                 String::from_utf8_lossy(&got),
