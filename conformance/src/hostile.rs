@@ -3,10 +3,11 @@
 //! (`read`, and `read_items` through a native conversion), and whatever it yields is written by
 //! every write face, native and foreign; a native write is read back. The `.pond` archive's
 //! container is unpacked the way `pond import` unpacks it. Nothing here may panic, hang or
-//! allocate without bound, whatever the bytes; faults are expected and ignored.
+//! allocate without bound, whatever the bytes; faults are expected and ignored. One property is
+//! checked besides: a two-thread conversion's reading stands for what `read` gives
+//! ([`deferred_is_read`]), and a difference panics, so the fuzzer reports it.
 
-use pond_canonical::Origin;
-use pond_canonical::{Event, Session, WireEvent, ingest};
+use pond_canonical::{Event, Origin, Session, WireEvent, ingest};
 use pond_codecs::convert::{convert_sources, read_all, write_events};
 use pond_codecs::output::MemoryOutput;
 use pond_codecs::{CODECS, Codec, Item, Layout, ReadFace};
@@ -115,8 +116,7 @@ pub fn exercise(codec: &'static Codec, input: &Path, back: &Path) {
 
 /// A two-thread conversion's reading (`read_items` with `defer`: messages cross unmade, pi's
 /// first pass walks on two threads) stands for exactly what `read` gives, each deferred message
-/// made after every later one (a conversion makes them on whichever thread is free). The one
-/// check here that is not "no panic": a difference panics, so the fuzzer reports it.
+/// made after every later one (a conversion makes them on whichever thread is free).
 fn deferred_is_read(reader: &dyn ReadFace, source: &Origin) {
     type Stream = Vec<Result<Event, String>>;
     let mut plain: Stream = Vec::new();

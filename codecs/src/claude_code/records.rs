@@ -118,35 +118,26 @@ pub(crate) fn tool_names_ahead(
     let Some(blocks) = content.items() else {
         return wanted;
     };
-    let has_str =
-        |block: &Extracted<&Value>, key: &str| block.field(key).and_then(|v| v.as_str()).is_some();
     for block in blocks {
         // A string block, or any other non-object, is text or opaque: no tool part.
         if !block.get().is_object() {
             continue;
         }
-        let kind = block.field("type").and_then(|t| t.as_str());
-        let kind = kind.as_ref().map_or("", |k| *k.get());
-        match (role, kind) {
+        let text = |key: &str| block.field(key).and_then(|v| v.as_str());
+        let kind = text("type");
+        match (role, kind.as_ref().map_or("", |k| *k.get())) {
             // As `place_block`: an assistant turn accepts tool calls.
-            (Role::Assistant, "tool_use" | "server_tool_use")
-                if has_str(&block, "id")
-                    && has_str(&block, "name")
-                    && block.field("input").is_some() =>
-            {
-                let (Some(id), Some(name)) = (
-                    block.field("id").and_then(|v| v.as_str()),
-                    block.field("name").and_then(|v| v.as_str()),
-                ) else {
-                    continue;
-                };
-                names.insert((*id.get()).to_owned(), name.to_owned());
+            (Role::Assistant, "tool_use" | "server_tool_use") => {
+                if let (Some(id), Some(name)) = (text("id"), text("name"))
+                    && block.field("input").is_some()
+                {
+                    names.insert((*id.get()).to_owned(), name.to_owned());
+                }
             }
             // A tool turn accepts tool results.
-            (Role::Tool, "tool_result")
-                if has_str(&block, "tool_use_id") && block.field("content").is_some() =>
-            {
-                if let Some(call) = block.field("tool_use_id").and_then(|v| v.as_str())
+            (Role::Tool, "tool_result") => {
+                if let Some(call) = text("tool_use_id")
+                    && block.field("content").is_some()
                     && let Some(name) = names.get(*call.get())
                 {
                     wanted.insert((*call.get()).to_owned(), name.clone());
