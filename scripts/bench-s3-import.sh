@@ -14,6 +14,9 @@ work=${2:?usage: bench-s3-import.sh CORPUS_PROJECTS_DIR WORKDIR}
 weed=${POND_TEST_WEED:-$HOME/.cache/pond/s3tools/bin/weed}
 [ -x "$weed" ] || { echo "bench-s3-import.sh: no SeaweedFS at $weed (scripts/test installs it)" >&2; exit 2; }
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/pond/target}"
+# A fresh machine has no protoc: the README commands' own way to get one (scripts/lib.sh).
+source scripts/lib.sh
+pond_ensure_protoc
 cargo build --release --locked -p pond -p pond-server --example search_bench --bin pond >&2
 pond="$CARGO_TARGET_DIR/release/pond"
 rm -rf "$work/local" "$work/weed" && mkdir -p "$work/weed"

@@ -24,7 +24,8 @@ unsafe extern "C" {
 }
 
 /// New blocks come from the system allocator from now on. Called by the serving and searching
-/// verbs first thing, before any other thread exists.
+/// verbs first thing, before any other thread exists (all of them need the store).
+#[cfg(feature = "store")]
 pub fn use_system_allocator() {
     SYSTEM.store(true, Ordering::Relaxed);
 }

@@ -15,6 +15,9 @@ cd "$(dirname "$0")/../.."
 work=${1:?usage: hybrid-latency.sh WORKDIR}
 [ -d "$work/store" ] && [ -f "$work/queries.jsonl" ] || { echo "hybrid-latency.sh: run latency.sh $work first" >&2; exit 2; }
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/pond/target}"
+# A fresh machine has no protoc: the README commands' own way to get one (scripts/lib.sh).
+source scripts/lib.sh
+pond_ensure_protoc
 cargo build --release --locked -p pond -p pond-server --example search_bench --example tiny_model --bin pond >&2
 bin="$CARGO_TARGET_DIR/release"
 model=tiny-384

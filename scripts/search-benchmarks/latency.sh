@@ -16,6 +16,9 @@ n=${2:-1000000}
 command -v rg >/dev/null || { echo "latency.sh: ripgrep (rg) is needed for the baseline" >&2; exit 2; }
 mkdir -p "$work"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/pond/target}"
+# A fresh machine has no protoc: the README commands' own way to get one (scripts/lib.sh).
+source scripts/lib.sh
+pond_ensure_protoc
 # --bin pond too: with --example alone cargo builds only the example.
 cargo build --release --locked -p pond -p pond-server --example search_bench --bin pond >&2
 bin="$CARGO_TARGET_DIR/release"

@@ -14,6 +14,9 @@ secs=${3:-60}
 command -v wrk >/dev/null || { echo "load.sh: wrk is needed (apt-get install wrk)" >&2; exit 2; }
 [ -d "$work/store" ] && [ -f "$work/queries.jsonl" ] || { echo "load.sh: run latency.sh $work first" >&2; exit 2; }
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/pond/target}"
+# A fresh machine has no protoc: the README commands' own way to get one (scripts/lib.sh).
+source scripts/lib.sh
+pond_ensure_protoc
 # The same selection as latency.sh: another one resolves features differently and rebuilds Lance.
 cargo build --release --locked -p pond -p pond-server --example search_bench --bin pond >&2
 bin="$CARGO_TARGET_DIR/release/pond"

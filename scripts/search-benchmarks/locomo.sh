@@ -20,6 +20,9 @@ bench=../shared/searchbench
 work=${1:-$(mktemp -d)}
 mkdir -p "$work"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/pond/target}"
+# A fresh machine has no protoc: the README commands' own way to get one (scripts/lib.sh).
+source scripts/lib.sh
+pond_ensure_protoc
 cargo build --release --locked -p pond -p pond-server --example search_bench --bin pond >&2
 bin="$CARGO_TARGET_DIR/release"
 
