@@ -32,7 +32,9 @@ pub fn read_records<'o, R: Read>(
     })
 }
 
-/// Like [`read_records`], for codecs that need the raw bytes of each line.
+/// Like [`read_records`], for codecs that need the raw bytes of each line. A line that ends in
+/// the reader's buffer (1 MiB) is handed over as a slice of it; only one that straddles two
+/// fills of the buffer is copied.
 pub fn read_lines<R: Read>(
     origin: &Origin,
     input: R,
@@ -42,8 +44,29 @@ pub fn read_lines<R: Read>(
     let mut buf = Vec::new();
     let mut line = 0u64;
     loop {
-        buf.clear();
         line += 1;
+        // A line whose end is in the reader's buffer is handed over from it, not copied.
+        let whole = loop {
+            match reader.fill_buf() {
+                Ok(chunk) => break memchr::memchr(b'\n', chunk),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // Reported by the read below, which meets it again.
+                Err(_) => break None,
+            }
+        };
+        if let Some(i) = whole {
+            let chunk = &reader.buffer()[..i];
+            let mut end = chunk.len();
+            while end > 0 && chunk[end - 1] == b'\r' {
+                end -= 1;
+            }
+            if !chunk[..end].iter().all(u8::is_ascii_whitespace) {
+                each(line, Ok(&chunk[..end]));
+            }
+            reader.consume(i + 1);
+            continue;
+        }
+        buf.clear();
         let mut limited = (&mut reader).take(MAX_LINE_BYTES + 1);
         match limited.read_until(b'\n', &mut buf) {
             Ok(0) => return line - 1,
@@ -795,8 +818,9 @@ impl<'b> Scan<'b> {
     fn plain_string(&mut self) -> Option<&'b str> {
         self.eat(b'"')?;
         let bytes = self.text.as_bytes();
-        let end = next_escape(bytes, self.at);
-        (bytes.get(end) == Some(&b'"')).then_some(())?;
+        // No control byte is left (checked first): a quote or a backslash ends a plain string.
+        let end = next_quote_or_backslash(bytes, self.at)?;
+        (bytes[end] == b'"').then_some(())?;
         let text = self.text.get(self.at..end)?;
         self.at = end + 1;
         Some(text)
@@ -808,7 +832,9 @@ impl<'b> Scan<'b> {
         self.eat(b'"')?;
         let bytes = self.text.as_bytes();
         loop {
-            self.at += memchr::memchr2(b'"', b'\\', &bytes[self.at..])?;
+            // No control byte is left (checked first): the string ends at a quote or goes on at a
+            // backslash.
+            self.at = next_quote_or_backslash(bytes, self.at)?;
             match self.next()? {
                 b'"' => return Some(()),
                 b'\\' => match self.next()? {
@@ -992,65 +1018,119 @@ const ESCAPE: [u8; 256] = {
     table
 };
 
-/// The index of the first byte of `bytes` at or after `from` that needs an escape, or its length.
-/// Eight bytes at a time: a control byte, `"` or `\\` sets the high bit of its lane.
-fn next_escape(bytes: &[u8], mut from: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // Whole 32-byte chunks first, without an early exit, so the compiler can vectorize the test.
-    while let Some(chunk) = bytes.get(from..from + 32) {
-        let hit = chunk.iter().fold(false, |hit, &b| {
-            hit | (b < 0x20) | (b == b'"') | (b == b'\\')
-        });
-        if hit {
-            break;
-        }
-        from += 32;
-    }
-    while let Some(chunk) = bytes.get(from..from + 8) {
-        let w = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        let quote = w ^ (ONES * b'"' as u64);
-        let slash = w ^ (ONES * b'\\' as u64);
-        let hit =
-            (w.wrapping_sub(ONES * 0x20) | quote.wrapping_sub(ONES) | slash.wrapping_sub(ONES))
-                & !w
-                & HIGH;
-        if hit != 0 {
-            // A lane's borrow only reaches lanes above a real hit, so the lowest one is real.
-            return from + (hit.trailing_zeros() / 8) as usize;
-        }
-        from += 8;
-    }
-    bytes[from..]
-        .iter()
-        .position(|&b| ESCAPE[b as usize] != 0)
-        .map_or(bytes.len(), |i| from + i)
+const ONES: u64 = 0x0101_0101_0101_0101;
+const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+
+/// The eight bytes of `bytes` from `at`, as one little-endian word, if there are eight.
+#[inline(always)]
+fn word_at(bytes: &[u8], at: usize) -> Option<u64> {
+    let chunk = bytes.get(at..at.checked_add(8)?)?;
+    Some(u64::from_le_bytes(chunk.try_into().expect("eight bytes")))
 }
 
-/// Appends `s` as a JSON string, escaped as serde_json escapes it.
-pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+/// The high bit of each byte lane of `x` that is zero, and no other bit: exact for every lane
+/// (the sum of two 7-bit halves never carries into the next lane).
+#[inline(always)]
+fn zero_lanes(x: u64) -> u64 {
+    !((x & LOW7).wrapping_add(LOW7) | x | LOW7)
+}
+
+/// The high bit of each byte lane of `w` that needs an escape in a JSON string: a control byte
+/// (its top three bits clear), `"` or `\\`. Exact per lane, so every set bit is one to write.
+#[inline(always)]
+fn escape_lanes(w: u64) -> u64 {
+    zero_lanes(w & (ONES * 0xe0))
+        | zero_lanes(w ^ (ONES * u64::from(b'"')))
+        | zero_lanes(w ^ (ONES * u64::from(b'\\')))
+}
+
+/// The high bit of the first byte lane of `w` that is `"` or `\\`, with maybe others above it
+/// (a lane's borrow reaches only the lanes above it), or 0 for none: for text known to hold no
+/// control byte.
+#[inline(always)]
+fn quote_lanes(w: u64) -> u64 {
+    let quote = w ^ (ONES * u64::from(b'"'));
+    let slash = w ^ (ONES * u64::from(b'\\'));
+    (quote.wrapping_sub(ONES) | slash.wrapping_sub(ONES)) & !w & (ONES * 0x80)
+}
+
+/// Whether a 32-byte chunk holds a byte that needs an escape: whole, without an early exit, so
+/// the compiler compares many bytes at once.
+#[inline(always)]
+fn any_escape(chunk: &[u8]) -> bool {
+    chunk.iter().fold(false, |hit, &b| {
+        hit | (b < 0x20) | (b == b'"') | (b == b'\\')
+    })
+}
+
+/// The index of the first `"` or `\\` of `bytes` at or after `from`. Most strings of a record
+/// are short, so their first word is looked at alone; past it, memchr searches.
+fn next_quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
+    match word_at(bytes, from).map_or(0, quote_lanes) {
+        0 => memchr::memchr2(b'"', b'\\', bytes.get(from..)?).map(|i| from + i),
+        hit => Some(from + (hit.trailing_zeros() / 8) as usize),
+    }
+}
+
+/// Appends the escape of `b`, a byte [`ESCAPE`] marks, as serde_json writes it.
+fn write_escape(out: &mut Vec<u8>, b: u8) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
+    match ESCAPE[b as usize] {
+        b'u' => out.extend_from_slice(&[
+            b'\\',
+            b'u',
+            b'0',
+            b'0',
+            HEX[(b >> 4) as usize],
+            HEX[(b & 0xf) as usize],
+        ]),
+        letter => out.extend_from_slice(&[b'\\', letter]),
+    }
+}
+
+/// Appends `s` as a JSON string, escaped as serde_json escapes it. Clean runs of 32 bytes are
+/// passed over at once; a word with escapes in it is written escape by escape from its lanes
+/// (text with many line breaks, a tool's output, is not scanned again after each one).
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
+    // Written up to `start`; looked at up to `at`.
     let mut start = 0;
+    let mut at = 0;
     loop {
-        let at = next_escape(bytes, start);
-        out.extend_from_slice(&bytes[start..at]);
-        let Some(&b) = bytes.get(at) else { break };
-        match ESCAPE[b as usize] {
-            b'u' => out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[(b >> 4) as usize],
-                HEX[(b & 0xf) as usize],
-            ]),
-            letter => out.extend_from_slice(&[b'\\', letter]),
+        while let Some(chunk) = bytes.get(at..at + 32) {
+            if any_escape(chunk) {
+                break;
+            }
+            at += 32;
         }
-        start = at + 1;
+        // The next 32 bytes (or what is left) word by word, each escape from its lane.
+        let end = (at + 32).min(bytes.len());
+        while at + 8 <= end {
+            let w = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"));
+            let mut hits = escape_lanes(w);
+            while hits != 0 {
+                let i = at + (hits.trailing_zeros() / 8) as usize;
+                out.extend_from_slice(&bytes[start..i]);
+                write_escape(out, bytes[i]);
+                start = i + 1;
+                hits &= hits - 1;
+            }
+            at += 8;
+        }
+        if at + 8 > bytes.len() {
+            break;
+        }
     }
+    for (i, &b) in bytes.iter().enumerate().skip(at) {
+        if ESCAPE[b as usize] != 0 {
+            out.extend_from_slice(&bytes[start..i]);
+            write_escape(out, b);
+            start = i + 1;
+        }
+    }
+    out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
 
@@ -1421,6 +1501,18 @@ mod tests {
         }
     }
 
+    /// A source that gives at most `.1` bytes per read.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.1.min(buf.len()).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
     #[test]
     fn split_lines_gives_what_read_lines_gives() {
         let origin = Origin::new("test", "/x.jsonl", "x.jsonl");
@@ -1432,24 +1524,28 @@ mod tests {
             b"{}\n",
             b"\r\n{}\r",
         ] {
-            let collect = |split: bool| {
+            // 0: split; 1: read, each line whole in the reader's buffer; 2 and 3: read from a
+            // source that gives a few bytes at a time, so lines straddle the buffer's fills.
+            let collect = |how: usize| {
                 let mut seen = Vec::new();
                 let each = |line, bytes: Result<&[u8], ParseError>| {
                     seen.push((line, bytes.map(<[u8]>::to_vec).map_err(|e| e.to_string())));
                 };
-                let count = if split {
-                    split_lines(&origin, input, each)
-                } else {
-                    read_lines(&origin, input, each)
+                let count = match how {
+                    0 => split_lines(&origin, input, each),
+                    1 => read_lines(&origin, input, each),
+                    n => read_lines(&origin, Trickle(input, n), each),
                 };
                 (count, seen)
             };
-            assert_eq!(
-                collect(true),
-                collect(false),
-                "{:?}",
-                String::from_utf8_lossy(input)
-            );
+            for how in 1..4 {
+                assert_eq!(
+                    collect(0),
+                    collect(how),
+                    "{how}: {:?}",
+                    String::from_utf8_lossy(input)
+                );
+            }
         }
     }
 
@@ -1661,6 +1757,45 @@ mod tests {
             out.clear();
             write_str(&mut out, s);
             assert_eq!(out, serde_json::to_vec(s).unwrap());
+        }
+    }
+
+    #[test]
+    fn escapes_are_found_and_written_in_every_lane_and_chunk() {
+        // Strings of every length to 70 (across words, 32-byte chunks and the tail) with one or
+        // two bytes needing an escape at every place, beside bytes that do not (0x20, 0x7f,
+        // 0x80 and above: a lane's high bit, 0xe0's mask, a quote's neighbours).
+        let specials = ['"', '\\', '\n', '\u{0}', '\u{1f}'];
+        let plain = ['a', ' ', '\u{7f}', '!', '#', '[', ']', 'é'];
+        let naive = |b: &[u8]| b.iter().position(|&b| b == b'"' || b == b'\\');
+        let mut out = Vec::new();
+        let mut check = |s: String| {
+            out.clear();
+            write_str(&mut out, &s);
+            assert_eq!(out, serde_json::to_vec(&s).unwrap(), "{s:?}");
+            for from in 0..=s.len() {
+                let found = next_quote_or_backslash(s.as_bytes(), from);
+                let expected = naive(&s.as_bytes()[from..]).map(|i| from + i);
+                assert_eq!(found, expected, "{s:?} from {from}");
+            }
+        };
+        for len in 0..70 {
+            for filler in plain {
+                let base: Vec<char> = std::iter::repeat_n(filler, len).collect();
+                check(base.iter().collect());
+                for p in 0..len {
+                    for c in specials {
+                        let mut one = base.clone();
+                        one[p] = c;
+                        check(one.iter().collect());
+                        for q in (p + 1..len).step_by(3) {
+                            let mut two = one.clone();
+                            two[q] = specials[(p + q) % specials.len()];
+                            check(two.iter().collect());
+                        }
+                    }
+                }
+            }
         }
     }
 
