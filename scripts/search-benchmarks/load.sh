@@ -5,6 +5,7 @@
 # wrk's requests/s and latency distribution, the non-2xx count, and the server's peak RSS.
 #
 # usage: scripts/search-benchmarks/load.sh WORKDIR [CONNECTIONS] [SECONDS]
+# POND_BIN=PATH runs that pond binary instead of building one.
 # WORKDIR is latency.sh's (it needs WORKDIR/store and WORKDIR/queries.jsonl).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,13 +14,18 @@ conns=${2:-64}
 secs=${3:-60}
 command -v wrk >/dev/null || { echo "load.sh: wrk is needed (apt-get install wrk)" >&2; exit 2; }
 [ -d "$work/store" ] && [ -f "$work/queries.jsonl" ] || { echo "load.sh: run latency.sh $work first" >&2; exit 2; }
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/pond/target}"
-# A fresh machine has no protoc: the README commands' own way to get one (scripts/lib.sh).
-source scripts/lib.sh
-pond_ensure_protoc
-# The same selection as latency.sh: another one resolves features differently and rebuilds Lance.
-cargo build --release --locked -p pond -p pond-server --example search_bench --bin pond >&2
-bin="$CARGO_TARGET_DIR/release/pond"
+if [ -n "${POND_BIN:-}" ]; then
+  # A pond built before (an experiment's, or one kept beside the store): no build.
+  bin=$POND_BIN
+else
+  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/pond/target}"
+  # A fresh machine has no protoc: the README commands' own way to get one (scripts/lib.sh).
+  source scripts/lib.sh
+  pond_ensure_protoc
+  # The same selection as latency.sh: another one resolves features differently and rebuilds Lance.
+  cargo build --release --locked -p pond -p pond-server --example search_bench --bin pond >&2
+  bin="$CARGO_TARGET_DIR/release/pond"
+fi
 
 # The request bodies, one per query, as a Lua table wrk cycles through.
 lua="$work/load.lua"
@@ -71,5 +77,7 @@ wrk -t 1 -c 4 -d 10s -s "$lua" "$addr" > /dev/null
 echo "== wrk: $conns connections, ${secs}s"
 wrk -t 2 -c "$conns" -d "${secs}s" --timeout 10s --latency -s "$lua" "$addr"
 echo "== server peak RSS: $(grep VmHWM /proc/$pid/status | awk '{print $2/1024 " MiB"}')"
+# The server's CPU since it started (warm-up included): user and system seconds.
+echo "== server CPU: $(awk -v hz="$(getconf CLK_TCK)" '{print $14/hz " s user, " $15/hz " s system"}' /proc/$pid/stat)"
 kill -TERM $pid; wait $pid || true
 echo "== 5xx lines in the server log: $(grep -c ' 5[0-9][0-9] ' "$log" || true)"
