@@ -1064,7 +1064,8 @@ fn any_escape(chunk: &[u8]) -> bool {
 }
 
 /// The index of the first `"` or `\\` of `bytes` at or after `from`. Most strings of a record
-/// are short, so their first word is looked at alone; past it, memchr searches.
+/// are short, so the word at `from` is looked at alone first; when it holds neither (or fewer
+/// than eight bytes are left), memchr searches from `from`.
 fn next_quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
     match word_at(bytes, from).map_or(0, quote_lanes) {
         0 => memchr::memchr2(b'"', b'\\', bytes.get(from..)?).map(|i| from + i),
