@@ -17,6 +17,7 @@ command -v wrk >/dev/null || { echo "load.sh: wrk is needed (apt-get install wrk
 if [ -n "${POND_BIN:-}" ]; then
   # A pond built before (an experiment's, or one kept beside the store): no build.
   bin=$POND_BIN
+  [ -x "$bin" ] || { echo "load.sh: POND_BIN=$bin is not an executable file" >&2; exit 2; }
 else
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/pond/target}"
   # A fresh machine has no protoc: the README commands' own way to get one (scripts/lib.sh).
