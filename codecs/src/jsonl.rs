@@ -709,7 +709,7 @@ fn scan_fields<'b>(
     found: &mut Vec<(&'static str, Scalar<'b>)>,
     give_up: &dyn Fn(&str, Option<&str>) -> bool,
 ) -> Option<Strict> {
-    let text = std::str::from_utf8(bytes).ok()?;
+    let text = utf8(bytes)?;
     // Strings are then skipped by their quotes and backslashes alone (see `Scan::skip_string`).
     if has_control_byte(bytes) {
         return None;
@@ -827,31 +827,62 @@ impl<'b> Scan<'b> {
     }
 
     /// Skips a string as serde_json's `ignore_str` does: escapes checked, not decoded. The line
-    /// has no control byte (checked first), so only quotes and backslashes matter here.
+    /// has no control byte (checked first), so only quotes and backslashes matter here: they are
+    /// found 64 bytes at a time as a mask ([`quotes_and_backslashes`]), and each is taken from
+    /// the mask in turn, so a text with an escape every few dozen bytes (a tool's output) costs
+    /// a few operations per escape, not a new search.
     fn skip_string(&mut self) -> Option<()> {
         self.eat(b'"')?;
         let bytes = self.text.as_bytes();
+        while let Some(block) = bytes.get(self.at..self.at + 64) {
+            let base = self.at;
+            let mut hits = quotes_and_backslashes(block.try_into().expect("64 bytes"));
+            while hits != 0 {
+                let at = base + hits.trailing_zeros() as usize;
+                if bytes[at] == b'"' {
+                    self.at = at + 1;
+                    return Some(());
+                }
+                self.at = at + 1;
+                self.escape()?;
+                // What the escape took (up to five bytes, perhaps past this block) is passed.
+                let taken = self.at - base;
+                if taken >= 64 {
+                    break;
+                }
+                hits &= u64::MAX << taken;
+            }
+            self.at = self.at.max(base + 64);
+        }
         loop {
             // No control byte is left (checked first): the string ends at a quote or goes on at a
             // backslash.
             self.at = next_quote_or_backslash(bytes, self.at)?;
             match self.next()? {
                 b'"' => return Some(()),
-                b'\\' => match self.next()? {
-                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
-                    b'u' => {
-                        let hex = bytes.get(self.at..self.at + 4)?;
-                        hex.iter().all(u8::is_ascii_hexdigit).then_some(())?;
-                        // As `has_surrogate_escape` finds them: \uD800 to \uDFFF.
-                        self.risky |= matches!(hex[0], b'd' | b'D')
-                            && matches!(hex[1], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F');
-                        self.at += 4;
-                    }
-                    _ => return None,
-                },
+                b'\\' => self.escape()?,
                 _ => return None,
             }
         }
+    }
+
+    /// Checks the escape after a backslash (the backslash passed), as serde_json does, and passes
+    /// it.
+    fn escape(&mut self) -> Option<()> {
+        let bytes = self.text.as_bytes();
+        match self.next()? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+            b'u' => {
+                let hex = bytes.get(self.at..self.at + 4)?;
+                hex.iter().all(u8::is_ascii_hexdigit).then_some(())?;
+                // As `has_surrogate_escape` finds them: \uD800 to \uDFFF.
+                self.risky |= matches!(hex[0], b'd' | b'D')
+                    && matches!(hex[1], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F');
+                self.at += 4;
+            }
+            _ => return None,
+        }
+        Some(())
     }
 
     fn digits(&mut self) -> usize {
@@ -1071,6 +1102,42 @@ fn next_quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
         0 => memchr::memchr2(b'"', b'\\', bytes.get(from..)?).map(|i| from + i),
         hit => Some(from + (hit.trailing_zeros() / 8) as usize),
     }
+}
+
+/// The places of `"` and `\\` in 64 bytes, as the bits of a mask (bit i: byte i).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn quotes_and_backslashes(block: &[u8; 64]) -> u64 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    let mut mask = 0u64;
+    for (i, chunk) in block.chunks_exact(16).enumerate() {
+        // SAFETY: SSE2 is part of every x86_64 target, and `chunk` is 16 readable bytes (the
+        // load has no alignment requirement).
+        let hits = unsafe {
+            let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
+            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+            _mm_movemask_epi8(_mm_or_si128(quote, backslash))
+        };
+        mask |= u64::from(hits as u16) << (16 * i);
+    }
+    mask
+}
+
+/// The places of `"` and `\\` in 64 bytes, as the bits of a mask (bit i: byte i).
+#[cfg(not(target_arch = "x86_64"))]
+fn quotes_and_backslashes(block: &[u8; 64]) -> u64 {
+    block.iter().enumerate().fold(0, |mask, (i, &b)| {
+        mask | (u64::from(b == b'"' || b == b'\\') << i)
+    })
+}
+
+/// `bytes` as text if they are UTF-8: what `std::str::from_utf8` gives, checked many bytes at a
+/// time.
+pub(crate) fn utf8(bytes: &[u8]) -> Option<&str> {
+    simdutf8::basic::from_utf8(bytes).ok()
 }
 
 /// Appends the escape of `b`, a byte [`ESCAPE`] marks, as serde_json writes it.
@@ -1685,6 +1752,90 @@ mod tests {
         }
         let plain = br#"{"a":1.5,"b":[-0,0.25,12345678901234567890123],"c":"x\"\\y"}"#;
         assert!(survey_fields(1, plain, &["z"]).unwrap().is_strict());
+    }
+
+    /// A string skipped byte by byte, as `Scan::skip_string` did before it took 64 bytes at a
+    /// time: where the walk ends (`None`: refused) and whether it met a surrogate escape.
+    fn skip_string_bytewise(text: &str) -> (Option<usize>, bool) {
+        let bytes = text.as_bytes();
+        let mut risky = false;
+        let mut at = 1; // past the opening quote
+        let end = loop {
+            let Some(&b) = bytes.get(at) else { break None };
+            at += 1;
+            match b {
+                b'"' => break Some(at),
+                b'\\' => match bytes.get(at) {
+                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => at += 1,
+                    Some(b'u') => {
+                        let Some(hex) = bytes.get(at + 1..at + 5) else {
+                            break None;
+                        };
+                        if !hex.iter().all(u8::is_ascii_hexdigit) {
+                            break None;
+                        }
+                        risky |= matches!(hex[0], b'd' | b'D')
+                            && matches!(hex[1], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F');
+                        at += 5;
+                    }
+                    _ => break None,
+                },
+                _ => {}
+            }
+        };
+        (end, risky)
+    }
+
+    #[test]
+    fn a_string_skipped_by_blocks_ends_where_one_skipped_by_bytes_does() {
+        // Pieces that matter to the walk, at every place of strings of up to three blocks:
+        // escapes of each kind, runs of backslashes, an escape cut by the end of a block or of
+        // the text, a bad escape, multi-byte UTF-8.
+        const PIECES: [&str; 16] = [
+            "a", "a", "a", "a", "\"", "\\\\", "\\\"", "\\n", "\\u00e9", "\\uD83D", "\\udc00",
+            "\\u12", "\\x", "\\", "é", "/",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let (mut ended, mut refused, mut risky) = (0, 0, 0);
+        for _ in 0..20_000 {
+            let mut text = String::from("\"");
+            let len = next(200);
+            while text.len() < len {
+                text.push_str(PIECES[next(PIECES.len())]);
+            }
+            // Most strings are closed, and followed by more of the line.
+            if next(8) != 0 {
+                text.push('"');
+            }
+            for _ in 0..next(80) {
+                text.push(if next(3) == 0 { '"' } else { 'z' });
+            }
+            let mut scan = Scan {
+                text: &text,
+                at: 0,
+                risky: false,
+            };
+            let ours = scan.skip_string().map(|()| scan.at);
+            let (theirs, theirs_risky) = skip_string_bytewise(&text);
+            assert_eq!(ours, theirs, "{text:?}");
+            if theirs.is_some() {
+                assert_eq!(scan.risky, theirs_risky, "{text:?}");
+                ended += 1;
+                risky += usize::from(theirs_risky);
+            } else {
+                refused += 1;
+            }
+        }
+        assert!(
+            ended > 2_000 && refused > 2_000 && risky > 500,
+            "{ended} {refused} {risky}"
+        );
     }
 
     #[test]

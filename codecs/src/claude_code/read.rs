@@ -401,7 +401,7 @@ fn read_source(
             let parts = CarrierParts {
                 source,
                 session: id,
-                line: std::str::from_utf8(bytes).expect("the line was checked to be UTF-8"),
+                line: jsonl::utf8(bytes).expect("the line was checked to be UTF-8"),
                 at: &at,
                 anchor,
                 duplicate_of,

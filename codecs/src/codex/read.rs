@@ -186,7 +186,7 @@ fn read_rollout(
                     let parts = CarrierParts {
                         source,
                         session,
-                        line: std::str::from_utf8(bytes).expect("the line was checked to be UTF-8"),
+                        line: jsonl::utf8(bytes).expect("the line was checked to be UTF-8"),
                         at: &Locator::Line(line),
                         anchor,
                         duplicate_of: None,
