@@ -828,7 +828,7 @@ impl<'b> Scan<'b> {
 
     /// Skips a string as serde_json's `ignore_str` does: escapes checked, not decoded. The line
     /// has no control byte (checked first), so only quotes and backslashes matter here: they are
-    /// found 64 bytes at a time as a mask ([`quotes_and_backslashes`]), and each is taken from
+    /// found 64 bytes at a time as a mask ([`marks`]), and each is taken from
     /// the mask in turn, so a text with an escape every few dozen bytes (a tool's output) costs
     /// a few operations per escape, not a new search.
     fn skip_string(&mut self) -> Option<()> {
@@ -836,7 +836,7 @@ impl<'b> Scan<'b> {
         let bytes = self.text.as_bytes();
         while let Some(block) = bytes.get(self.at..self.at + 64) {
             let base = self.at;
-            let mut hits = quotes_and_backslashes(block.try_into().expect("64 bytes"));
+            let mut hits = marks::<false>(block.try_into().expect("64 bytes"));
             while hits != 0 {
                 let at = base + hits.trailing_zeros() as usize;
                 if bytes[at] == b'"' {
@@ -1050,29 +1050,12 @@ const ESCAPE: [u8; 256] = {
 };
 
 const ONES: u64 = 0x0101_0101_0101_0101;
-const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 
 /// The eight bytes of `bytes` from `at`, as one little-endian word, if there are eight.
 #[inline(always)]
 fn word_at(bytes: &[u8], at: usize) -> Option<u64> {
     let chunk = bytes.get(at..at.checked_add(8)?)?;
     Some(u64::from_le_bytes(chunk.try_into().expect("eight bytes")))
-}
-
-/// The high bit of each byte lane of `x` that is zero, and no other bit: exact for every lane
-/// (the sum of two 7-bit halves never carries into the next lane).
-#[inline(always)]
-fn zero_lanes(x: u64) -> u64 {
-    !((x & LOW7).wrapping_add(LOW7) | x | LOW7)
-}
-
-/// The high bit of each byte lane of `w` that needs an escape in a JSON string: a control byte
-/// (its top three bits clear), `"` or `\\`. Exact per lane, so every set bit is one to write.
-#[inline(always)]
-fn escape_lanes(w: u64) -> u64 {
-    zero_lanes(w & (ONES * 0xe0))
-        | zero_lanes(w ^ (ONES * u64::from(b'"')))
-        | zero_lanes(w ^ (ONES * u64::from(b'\\')))
 }
 
 /// The high bit of the first byte lane of `w` that is `"` or `\\`, with maybe others above it
@@ -1085,15 +1068,6 @@ fn quote_lanes(w: u64) -> u64 {
     (quote.wrapping_sub(ONES) | slash.wrapping_sub(ONES)) & !w & (ONES * 0x80)
 }
 
-/// Whether a 32-byte chunk holds a byte that needs an escape: whole, without an early exit, so
-/// the compiler compares many bytes at once.
-#[inline(always)]
-fn any_escape(chunk: &[u8]) -> bool {
-    chunk.iter().fold(false, |hit, &b| {
-        hit | (b < 0x20) | (b == b'"') | (b == b'\\')
-    })
-}
-
 /// The index of the first `"` or `\\` of `bytes` at or after `from`. Most strings of a record
 /// are short, so the word at `from` is looked at alone first; when it holds neither (or fewer
 /// than eight bytes are left), memchr searches from `from`.
@@ -1104,12 +1078,14 @@ fn next_quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
     }
 }
 
-/// The places of `"` and `\\` in 64 bytes, as the bits of a mask (bit i: byte i).
+/// The places of `"` and `\\` in 64 bytes, and with `CONTROL` of the control bytes too (the
+/// bytes a JSON string escapes), as the bits of a mask (bit i: byte i).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn quotes_and_backslashes(block: &[u8; 64]) -> u64 {
+fn marks<const CONTROL: bool>(block: &[u8; 64]) -> u64 {
     use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
     };
     let mut mask = 0u64;
     for (i, chunk) in block.chunks_exact(16).enumerate() {
@@ -1119,18 +1095,26 @@ fn quotes_and_backslashes(block: &[u8; 64]) -> u64 {
             let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
             let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
             let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-            _mm_movemask_epi8(_mm_or_si128(quote, backslash))
+            let mut hit = _mm_or_si128(quote, backslash);
+            if CONTROL {
+                // A byte is at most 0x1f when the larger of it and 0x1f is 0x1f.
+                let below = _mm_set1_epi8(0x1f);
+                hit = _mm_or_si128(hit, _mm_cmpeq_epi8(_mm_max_epu8(v, below), below));
+            }
+            _mm_movemask_epi8(hit)
         };
         mask |= u64::from(hits as u16) << (16 * i);
     }
     mask
 }
 
-/// The places of `"` and `\\` in 64 bytes, as the bits of a mask (bit i: byte i).
+/// The places of `"` and `\\` in 64 bytes, and with `CONTROL` of the control bytes too, as the
+/// bits of a mask (bit i: byte i).
 #[cfg(not(target_arch = "x86_64"))]
-fn quotes_and_backslashes(block: &[u8; 64]) -> u64 {
+fn marks<const CONTROL: bool>(block: &[u8; 64]) -> u64 {
     block.iter().enumerate().fold(0, |mask, (i, &b)| {
-        mask | (u64::from(b == b'"' || b == b'\\') << i)
+        let hit = b == b'"' || b == b'\\' || (CONTROL && b < 0x20);
+        mask | (u64::from(hit) << i)
     })
 }
 
@@ -1156,9 +1140,9 @@ fn write_escape(out: &mut Vec<u8>, b: u8) {
     }
 }
 
-/// Appends `s` as a JSON string, escaped as serde_json escapes it. Clean runs of 32 bytes are
-/// passed over at once; a word with escapes in it is written escape by escape from its lanes
-/// (text with many line breaks, a tool's output, is not scanned again after each one).
+/// Appends `s` as a JSON string, escaped as serde_json escapes it. The bytes to escape are found
+/// 64 bytes at a time as a mask ([`marks`]; the rest as one block, padded) and written from it
+/// in turn (text with many line breaks, a tool's output, is not searched again after each one).
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
@@ -1166,37 +1150,24 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     // Written up to `start`; looked at up to `at`.
     let mut start = 0;
     let mut at = 0;
-    loop {
-        while let Some(chunk) = bytes.get(at..at + 32) {
-            if any_escape(chunk) {
-                break;
+    while at < bytes.len() {
+        let mut hits = match bytes.get(at..at + 64) {
+            Some(block) => marks::<true>(block.try_into().expect("64 bytes")),
+            None => {
+                // The rest (under 64 bytes) as one block, padded with a byte that needs no escape.
+                let mut block = [b' '; 64];
+                block[..bytes.len() - at].copy_from_slice(&bytes[at..]);
+                marks::<true>(&block)
             }
-            at += 32;
-        }
-        // The next 32 bytes (or what is left) word by word, each escape from its lane.
-        let end = (at + 32).min(bytes.len());
-        while at + 8 <= end {
-            let w = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"));
-            let mut hits = escape_lanes(w);
-            while hits != 0 {
-                let i = at + (hits.trailing_zeros() / 8) as usize;
-                out.extend_from_slice(&bytes[start..i]);
-                write_escape(out, bytes[i]);
-                start = i + 1;
-                hits &= hits - 1;
-            }
-            at += 8;
-        }
-        if at + 8 > bytes.len() {
-            break;
-        }
-    }
-    for (i, &b) in bytes.iter().enumerate().skip(at) {
-        if ESCAPE[b as usize] != 0 {
+        };
+        while hits != 0 {
+            let i = at + hits.trailing_zeros() as usize;
             out.extend_from_slice(&bytes[start..i]);
-            write_escape(out, b);
+            write_escape(out, bytes[i]);
             start = i + 1;
+            hits &= hits - 1;
         }
+        at += 64;
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
@@ -1914,8 +1885,8 @@ mod tests {
 
     #[test]
     fn escapes_are_found_and_written_in_every_lane_and_chunk() {
-        // Strings of every length to 70 (across words, 32-byte chunks and the tail) with one or
-        // two bytes needing an escape at every place, beside bytes that do not (0x20, 0x7f,
+        // Strings of every length to 70 and from 120 to 140 (across 64-byte blocks and the
+        // padded rest) with one or two bytes needing an escape at every place, beside bytes that do not (0x20, 0x7f,
         // 0x80 and above: a lane's high bit, 0xe0's mask, a quote's neighbours).
         let specials = ['"', '\\', '\n', '\u{0}', '\u{1f}'];
         let plain = ['a', ' ', '\u{7f}', '!', '#', '[', ']', 'é'];
@@ -1931,7 +1902,7 @@ mod tests {
                 assert_eq!(found, expected, "{s:?} from {from}");
             }
         };
-        for len in 0..70 {
+        for len in (0..70).chain(120..140) {
             for filler in plain {
                 let base: Vec<char> = std::iter::repeat_n(filler, len).collect();
                 check(base.iter().collect());
