@@ -8,6 +8,7 @@
 //! source data or leave a part's provenance unclassified. This crate never depends on the store.
 
 pub mod claude_code;
+mod clock;
 pub mod codex;
 pub mod convert;
 mod digest;

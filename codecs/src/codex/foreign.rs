@@ -645,16 +645,7 @@ fn civil(ts: &Timestamp) -> (i64, u32, u32, u32, u32, u32, u32) {
     let millis = (micros.rem_euclid(1_000_000) / 1000) as u32;
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400) as u32;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = crate::clock::civil(days);
     (
         year,
         month,
@@ -668,8 +659,7 @@ fn civil(ts: &Timestamp) -> (i64, u32, u32, u32, u32, u32, u32) {
 
 /// `2025-10-21T20:02:50.705Z`, the form Codex writes every `timestamp` in.
 pub(crate) fn iso_millis(ts: &Timestamp) -> String {
-    let (y, mo, d, h, mi, s, ms) = civil(ts);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
+    crate::clock::iso_millis(ts.unix_micros().div_euclid(1000))
 }
 
 /// `YYYY/MM/DD`: the sessions folder of a rollout started at `ts` (UTC).

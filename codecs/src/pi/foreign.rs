@@ -88,54 +88,6 @@ pub(crate) fn cwd_folder(cwd: &str) -> String {
     format!("--{}--", trimmed.replace(['/', '\\', ':'], "-"))
 }
 
-/// Days since 1970-01-01 to (year, month, day) (H. Hinnant's civil_from_days).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-/// Epoch ms as pi's ISO form, `2025-12-09T00:52:54.397Z`.
-pub(crate) fn iso(ms: i64) -> String {
-    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-    let (y, mo, d) = civil(days);
-    let (h, mi, s, milli) = (
-        rem / 3_600_000,
-        rem / 60_000 % 60,
-        rem / 1000 % 60,
-        rem % 1000,
-    );
-    if !(0..=9999).contains(&y) {
-        return format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z");
-    }
-    // Written digit by digit: one per pi entry, and `format!` was 3% of a conversion.
-    let mut text = [0u8; 24];
-    let mut at = 0;
-    let mut put = |n: i64, width: u32, after: u8| {
-        for i in (0..width).rev() {
-            text[at] = b'0' + (n / 10i64.pow(i) % 10) as u8;
-            at += 1;
-        }
-        text[at] = after;
-        at += 1;
-    };
-    put(y, 4, b'-');
-    put(i64::from(mo), 2, b'-');
-    put(i64::from(d), 2, b'T');
-    put(h, 2, b':');
-    put(mi, 2, b':');
-    put(s, 2, b'.');
-    put(milli, 3, b'Z');
-    String::from_utf8_lossy(&text).into_owned()
-}
-
 /// The id of an entry, before it is written in hex: the high 32 bits of `hash128` of
 /// `<session>/<seed>/<salt>`, hashed piece by piece (one entry id per pi line).
 fn entry_id(session: &str, seed: &str, salt: u32) -> u32 {
@@ -630,7 +582,7 @@ impl ForeignFile {
             );
         }
         // The header (pi.md sections 2-3); its entries follow as one chain.
-        let stamp = iso(millis(&session.created_at));
+        let stamp = crate::clock::iso_millis(millis(&session.created_at));
         let cwd = session.project.as_str();
         let mut buf = Vec::new();
         push_line(
@@ -675,7 +627,7 @@ impl ForeignFile {
             Some(parent) => jsonl::write_str(out, parent),
             None => out.extend_from_slice(b"null"),
         }
-        field(out, b",\"timestamp\":", &iso(ms));
+        field(out, b",\"timestamp\":", &crate::clock::iso_millis(ms));
         out.extend_from_slice(b",\"message\":");
         msg.write(out, ms);
         out.extend_from_slice(b"}\n");
@@ -763,29 +715,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn iso_and_folder_follow_pi() {
-        assert_eq!(iso(1_765_241_574_397), "2025-12-09T00:52:54.397Z");
-        assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
-        for ms in [
-            1,
-            999,
-            86_399_999,
-            951_782_400_000,
-            4_102_444_800_000,
-            253_402_300_799_999,
-        ] {
-            let (days, rem) = (ms / 86_400_000, ms % 86_400_000);
-            let (y, mo, d) = civil(days);
-            let expected = format!(
-                "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-                rem / 3_600_000,
-                rem / 60_000 % 60,
-                rem / 1000 % 60,
-                rem % 1000
-            );
-            assert_eq!(iso(ms), expected);
-        }
-        assert_eq!(iso(253_402_300_800_000), "10000-01-01T00:00:00.000Z");
+    fn folder_follows_pi() {
         assert_eq!(cwd_folder("/Users/me/p"), "--Users-me-p--");
         assert_eq!(cwd_folder("C:\\x\\y"), "--C--x-y--");
     }
