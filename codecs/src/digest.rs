@@ -26,7 +26,22 @@ pub(crate) fn sha1_named(prefix: &[u8], name: impl fmt::Display) -> [u8; 20] {
 
 /// The name-based (version 5, RFC 9562) UUID of `name` in `namespace`, in lowercase text form.
 pub(crate) fn uuid_v5(namespace: &[u8; 16], name: impl fmt::Display) -> String {
-    let hash = sha1_named(namespace, name);
+    uuid_text(sha1_named(namespace, name))
+}
+
+/// [`uuid_v5`] of the name that is the concatenation of `pieces`, hashed piece by piece without
+/// `fmt`'s machinery (one UUID per line of a Claude Code write).
+pub(crate) fn uuid_v5_of(namespace: &[u8; 16], pieces: &[&[u8]]) -> String {
+    let mut hashing = Sha1::new();
+    hashing.update(namespace);
+    for piece in pieces {
+        hashing.update(piece);
+    }
+    uuid_text(hashing.finalize().into())
+}
+
+/// The version-5 UUID text of a SHA-1 hash.
+fn uuid_text(hash: [u8; 20]) -> String {
     let mut b = [0u8; 16];
     b.copy_from_slice(&hash[..16]);
     b[6] = (b[6] & 0x0f) | 0x50;
@@ -149,6 +164,21 @@ mod tests {
         assert_eq!(
             uuid_v5(&dns, "www.example.com"),
             "2ed6657d-e927-568b-95e1-2665a8aea6a2"
+        );
+        // By pieces: the UUID of their concatenation.
+        for pieces in [
+            &[&b"www.example.com"[..]][..],
+            &[b"www.", b"example", b".com"],
+            &[b"", b"www.example.com", b""],
+        ] {
+            assert_eq!(
+                uuid_v5_of(&dns, pieces),
+                "2ed6657d-e927-568b-95e1-2665a8aea6a2"
+            );
+        }
+        assert_eq!(
+            uuid_v5_of(&dns, &[b"line:", b"s-1", b":", b"12"]),
+            uuid_v5(&dns, format_args!("line:{}:{}", "s-1", 12))
         );
     }
 }

@@ -27,7 +27,7 @@
 //! `tool_call_unpaired`), and a result that arrives for no waiting call (after that, before its
 //! call, or never called) is left out at once (loss `tool_result_unpaired`).
 
-use super::naming::{encode_cwd, hex_id, is_uuid, resume_command, uuid_v5};
+use super::naming::{encode_cwd, hex_id, is_uuid, resume_command, uuid_v5, uuid_v5_of};
 use crate::face::{At, CarriedLine, Losses, Target, WriteError, Written};
 use crate::hold::{MAX_HELD, harness_only};
 use crate::jsonl::{write_str, write_value};
@@ -530,7 +530,14 @@ impl Stream {
 
     /// Appends one line to the chain, its members in the order Claude Code writes them.
     fn line(&mut self, kind: &str, message: Body<'_>, timestamp: &str, meta: bool) {
-        let uuid = uuid_v5(format_args!("line:{}:{}", self.canonical, self.lines));
+        // uuid_v5("line:{canonical}:{lines}"), without formatting the name.
+        let mut n = itoa::Buffer::new();
+        let uuid = uuid_v5_of(&[
+            b"line:",
+            self.canonical.as_bytes(),
+            b":",
+            n.format(self.lines).as_bytes(),
+        ]);
         let out = &mut self.buf;
         out.extend_from_slice(br#"{"parentUuid":"#);
         match &self.prev {

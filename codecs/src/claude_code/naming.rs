@@ -64,6 +64,11 @@ pub fn uuid_v5(name: impl std::fmt::Display) -> String {
     digest::uuid_v5(&NAMESPACE, name)
 }
 
+/// [`uuid_v5`] of the name that is the concatenation of `pieces`.
+pub(crate) fn uuid_v5_of(pieces: &[&[u8]]) -> String {
+    digest::uuid_v5_of(&NAMESPACE, pieces)
+}
+
 /// `n` hex digits derived from `name` (for sub-agent ids and message ids).
 pub fn hex_id(name: impl std::fmt::Display, n: usize) -> String {
     let mut h = digest::hex(&digest::sha1_named(&NAMESPACE, name));
