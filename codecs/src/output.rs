@@ -187,20 +187,51 @@ impl<W: Write> SingleFileOutput<W> {
 
 impl<W: Write> Output for SingleFileOutput<W> {
     fn append(&mut self, relative: &str, bytes: &[u8]) -> Result<(), WriteError> {
-        check_relative_path(relative)?;
         match &self.name {
-            None => self.name = Some(relative.to_owned()),
-            Some(first) if first != relative => {
+            // Checked when it was first written (a writer appends to its file thousands of times).
+            Some(first) if first == relative => {}
+            Some(first) => {
+                check_relative_path(relative)?;
                 return Err(WriteError::SingleFileOnly {
                     first: first.clone(),
                     second: relative.to_owned(),
                 });
             }
-            Some(_) => {}
+            None => {
+                check_relative_path(relative)?;
+                self.name = Some(relative.to_owned());
+            }
         }
         self.sink.write_all(bytes).map_err(|error| WriteError::Io {
             path: relative.to_owned(),
             error,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_single_file_output_takes_one_safe_name() {
+        let mut out = SingleFileOutput::new(Vec::new());
+        assert!(matches!(
+            out.append("../x.jsonl", b"a"),
+            Err(WriteError::UnsafePath { .. })
+        ));
+        assert_eq!(out.name(), None);
+        out.append("s/x.jsonl", b"a").unwrap();
+        out.append("s/x.jsonl", b"b").unwrap();
+        assert!(matches!(
+            out.append("s/y.jsonl", b"c"),
+            Err(WriteError::SingleFileOnly { .. })
+        ));
+        assert!(matches!(
+            out.append("/etc/y", b"c"),
+            Err(WriteError::UnsafePath { .. })
+        ));
+        assert_eq!(out.name(), Some("s/x.jsonl"));
+        assert_eq!(out.sink, b"ab");
     }
 }
