@@ -828,9 +828,9 @@ impl<'b> Scan<'b> {
 
     /// Skips a string as serde_json's `ignore_str` does: escapes checked, not decoded. The line
     /// has no control byte (checked first), so only quotes and backslashes matter here: they are
-    /// found 64 bytes at a time as a mask ([`marks`]), and each is taken from
-    /// the mask in turn, so a text with an escape every few dozen bytes (a tool's output) costs
-    /// a few operations per escape, not a new search.
+    /// found 64 bytes at a time as a mask ([`marks`]), and each is taken from the mask in turn,
+    /// so a text with an escape every few dozen bytes (a tool's output) costs a few operations
+    /// per escape, not a new search.
     fn skip_string(&mut self) -> Option<()> {
         self.eat(b'"')?;
         let bytes = self.text.as_bytes();
@@ -1885,9 +1885,10 @@ mod tests {
 
     #[test]
     fn escapes_are_found_and_written_in_every_lane_and_chunk() {
-        // Strings of every length to 70 and from 120 to 140 (across 64-byte blocks and the
-        // padded rest) with one or two bytes needing an escape at every place, beside bytes that do not (0x20, 0x7f,
-        // 0x80 and above: a lane's high bit, 0xe0's mask, a quote's neighbours).
+        // Strings of every length to 70 and from 120 to 140 (across 64-byte blocks and the padded
+        // rest) with one or two bytes needing an escape at every place, beside bytes that do not
+        // (0x20 and 0x7f, next to the control bytes; 0x80 and above, which a signed compare would
+        // take for control bytes; a quote's neighbours).
         let specials = ['"', '\\', '\n', '\u{0}', '\u{1f}'];
         let plain = ['a', ' ', '\u{7f}', '!', '#', '[', ']', 'é'];
         let naive = |b: &[u8]| b.iter().position(|&b| b == b'"' || b == b'\\');
