@@ -29,5 +29,5 @@ pub use model::{
     ToolResultPart, UserMessage, UserPart, options_ns,
 };
 pub use seam::{Extracted, LineFields, Locator, Origin, ParseError, ParseErrorKind, Record};
-pub use time::Timestamp;
+pub use time::{Timestamp, civil_from_days};
 pub use untrusted::escape_controls;

@@ -197,7 +197,10 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's
+/// civil_from_days): the one calendar the timestamps' parsing, their text and the writers'
+/// dates share.
+pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

@@ -1,17 +1,11 @@
 //! Civil UTC dates and times as the foreign writers spell them.
 
-/// Days since 1970-01-01 to (year, month, day) (H. Hinnant's civil_from_days).
+/// Days since 1970-01-01 to (year, month, day): the canonical calendar
+/// ([`pond_canonical::civil_from_days`]), month and day as the writers format them.
 pub(crate) fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    let (y, m, d) = pond_canonical::civil_from_days(days);
+    // A month is 1-12 and a day 1-31.
+    (y, m as u32, d as u32)
 }
 
 /// Epoch ms as the ISO form pi and Codex write, `2025-12-09T00:52:54.397Z`.
