@@ -1173,17 +1173,6 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-/// The JSON object of `members` in order, each value moved in: serde_json's `json!` turns every
-/// value it is given into a new one through `to_value`, a copy of the whole tree, which for a
-/// tool's input or output or a message's parts costs as much as reading them did.
-pub(crate) fn object<const N: usize>(members: [(&str, Value); N]) -> Value {
-    let mut map = Map::with_capacity(N);
-    for (key, value) in members {
-        map.insert(key.to_owned(), value);
-    }
-    Value::Object(map)
-}
-
 /// Appends `value` as compact JSON, byte for byte what `serde_json::to_writer` writes.
 pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
     match value {

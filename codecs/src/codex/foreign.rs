@@ -28,7 +28,7 @@ use crate::digest;
 use crate::face::{At, Target, WriteError, Written};
 use crate::jsonl;
 use pond_canonical::{FileData, Message, PartRef, Provenance, Session, Timestamp};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// The stable loss kinds a foreign Codex write records.
 pub mod loss {
@@ -80,6 +80,10 @@ pub(crate) struct ForeignRollout {
     failed: Option<WriteError>,
     /// The call ids written so far, to pair results with.
     calls: std::collections::HashSet<String>,
+    /// The `timestamp` of the lines being made: the current message's, in Codex's form.
+    ts: String,
+    /// A tool call's arguments as JSON text, before they are written as a string.
+    scratch: Vec<u8>,
 }
 
 impl ForeignRollout {
@@ -137,8 +141,10 @@ impl ForeignRollout {
             buf: Vec::new(),
             failed: None,
             calls: std::collections::HashSet::new(),
+            ts: iso_millis(created),
+            scratch: Vec::new(),
         };
-        rollout.line(created, "session_meta", meta);
+        rollout.line("session_meta", |out| jsonl::write_value_map(out, &meta));
         rollout
     }
 
@@ -152,15 +158,22 @@ impl ForeignRollout {
 
     /// Appends the lines of one message.
     pub(crate) fn message(&mut self, message: &Message, target: &mut Target<'_>) {
-        let at = At::of(&self.source, message).to_string();
+        let source = std::mem::take(&mut self.source);
+        let at = At::of(&source, message);
+        self.message_at(message, at, target);
+        self.source = source;
+        self.write(target);
+    }
+
+    fn message_at(&mut self, message: &Message, at: At<'_>, target: &mut Target<'_>) {
         if !message.options().is_empty() && !matches!(message, Message::System(_)) {
             target.losses.record(
                 loss::SOURCE_OPTIONS,
-                &at,
+                at,
                 "source metadata in options (paths, sidecars, models, usage, envelope fields)",
             );
         }
-        let ts = message.timestamp();
+        self.ts = iso_millis(message.timestamp());
         match message {
             Message::System(system) => {
                 if let Some(record) = system.carried_record() {
@@ -170,28 +183,31 @@ impl ForeignRollout {
                         .unwrap_or("(untyped)");
                     target.losses.record(
                         loss::HARNESS_RECORD,
-                        &at,
+                        at,
                         format!("a harness record with no model-visible content (`{kind}`)"),
                     );
                 } else if !system.content.is_empty() {
                     // A system message is harness instruction: Codex's own is a developer message.
-                    self.item(
-                        ts,
-                        json!({"type": "message", "role": "developer",
-                               "content": [{"type": "input_text", "text": system.content.as_str()}]}),
-                    );
+                    self.line("response_item", |out| {
+                        out.extend_from_slice(
+                            br#"{"type":"message","role":"developer","content":["#,
+                        );
+                        content_item(out, INPUT_TEXT, system.content.as_str());
+                        out.extend_from_slice(b"]}");
+                    });
                 }
             }
-            Message::User(_) => self.user(message, ts, &at, target),
-            Message::Assistant(_) | Message::Tool(_) => self.assistant(message, ts, &at, target),
+            Message::User(_) => self.user(message, at, target),
+            Message::Assistant(_) | Message::Tool(_) => self.assistant(message, at, target),
         }
-        self.write(target);
     }
 
-    fn user(&mut self, message: &Message, ts: &Timestamp, at: &str, target: &mut Target<'_>) {
-        let mut content = Vec::new();
+    fn user(&mut self, message: &Message, at: At<'_>, target: &mut Target<'_>) {
+        // The item's content items, written as they are found (the event line goes first).
+        let mut content = std::mem::take(&mut self.scratch);
+        content.clear();
         let mut typed = String::new();
-        let mut images = Vec::new();
+        let mut images: Vec<String> = Vec::new();
         for part in message.part_refs() {
             match part {
                 PartRef::Text(t) => {
@@ -201,25 +217,25 @@ impl ForeignRollout {
                     if t.provenance == Provenance::Conversational {
                         typed.push_str(t.text.as_str());
                     }
-                    content.push(json!({"type": "input_text", "text": t.text.as_str()}));
+                    push_item(&mut content, INPUT_TEXT, t.text.as_str());
                 }
                 PartRef::File(f) => match image_url(f) {
                     Some(url) if !inline_image_usable(&url) => target.losses.record(
                         loss::IMAGE_UNUSABLE,
                         at,
-                        format!(
+                        format_args!(
                             "a {} image whose data is not a whole image Codex can decode",
                             f.media_type.as_str()
                         ),
                     ),
                     Some(url) => {
-                        images.push(Value::from(url.clone()));
-                        content.push(json!({"type": "input_image", "image_url": url}));
+                        push_item(&mut content, INPUT_IMAGE, &url);
+                        images.push(url);
                     }
                     None => target.losses.record(
                         loss::FILE,
                         at,
-                        format!(
+                        format_args!(
                             "a {} file: Codex content items hold images only",
                             f.media_type.as_str()
                         ),
@@ -228,39 +244,44 @@ impl ForeignRollout {
                 other => self.lost_part(other, at, target),
             }
         }
-        if content.is_empty() {
-            return;
+        if !content.is_empty() {
+            if !typed.is_empty() || !images.is_empty() {
+                self.line("event_msg", |out| {
+                    out.extend_from_slice(br#"{"type":"user_message","message":"#);
+                    jsonl::write_str(out, &typed);
+                    out.extend_from_slice(br#","images":["#);
+                    for (i, url) in images.iter().enumerate() {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        jsonl::write_str(out, url);
+                    }
+                    out.extend_from_slice(b"]}");
+                });
+            }
+            self.line("response_item", |out| {
+                out.extend_from_slice(br#"{"type":"message","role":"user","content":["#);
+                out.extend_from_slice(&content);
+                out.extend_from_slice(b"]}");
+            });
         }
-        if !typed.is_empty() || !images.is_empty() {
-            let mut event = Map::new();
-            event.insert("type".into(), "user_message".into());
-            event.insert("message".into(), Value::from(typed));
-            event.insert("images".into(), Value::Array(images));
-            self.line(ts, "event_msg", event);
-        }
-        self.item(
-            ts,
-            jsonl::object([
-                ("type", Value::from("message")),
-                ("role", Value::from("user")),
-                ("content", Value::from(content)),
-            ]),
-        );
+        self.scratch = content;
     }
 
-    fn assistant(&mut self, message: &Message, ts: &Timestamp, at: &str, target: &mut Target<'_>) {
-        let mut text: Vec<Value> = Vec::new();
+    fn assistant(&mut self, message: &Message, at: At<'_>, target: &mut Target<'_>) {
+        // Assistant text not written yet: consecutive text parts become one message item.
+        let mut text: Vec<&str> = Vec::new();
         for part in message.part_refs() {
             match part {
                 PartRef::Text(t) => {
-                    text.push(json!({"type": "output_text", "text": t.text.as_str()}));
+                    text.push(t.text.as_str());
                     continue;
                 }
                 PartRef::File(f) => {
                     target.losses.record(
                         loss::FILE,
                         at,
-                        format!(
+                        format_args!(
                             "a {} file in an assistant message: Codex assistant content is output_text",
                             f.media_type.as_str()
                         ),
@@ -269,7 +290,7 @@ impl ForeignRollout {
                 }
                 _ => {}
             }
-            self.flush_text(ts, &mut text);
+            self.flush_text(&mut text);
             match &part {
                 PartRef::Reasoning(r) => {
                     if has_signature(&r.options) {
@@ -282,39 +303,49 @@ impl ForeignRollout {
                     if r.text.is_empty() {
                         continue;
                     }
-                    let mut event = Map::new();
-                    event.insert("type".into(), "agent_reasoning".into());
-                    event.insert("text".into(), Value::from(r.text.as_str()));
-                    self.line(ts, "event_msg", event);
-                    self.item(
-                        ts,
-                        // The shape Codex itself writes (and rewrites to): both fields null.
-                        json!({"type": "reasoning",
-                               "summary": [{"type": "summary_text", "text": r.text.as_str()}],
-                               "content": null, "encrypted_content": null}),
-                    );
+                    let text = r.text.as_str();
+                    self.line("event_msg", |out| {
+                        out.extend_from_slice(br#"{"type":"agent_reasoning","text":"#);
+                        jsonl::write_str(out, text);
+                        out.push(b'}');
+                    });
+                    // The shape Codex itself writes (and rewrites to): both fields null.
+                    self.line("response_item", |out| {
+                        out.extend_from_slice(
+                            br#"{"type":"reasoning","summary":[{"type":"summary_text","text":"#,
+                        );
+                        jsonl::write_str(out, text);
+                        out.extend_from_slice(br#"}],"content":null,"encrypted_content":null}"#);
+                    });
                 }
                 PartRef::ToolCall(c) => {
                     if c.provider_executed {
                         target.losses.record(
                             loss::PROVIDER_EXECUTED,
                             at,
-                            format!(
+                            format_args!(
                                 "`{}` ran on the provider's side; written as a function_call",
                                 c.name.as_str()
                             ),
                         );
                     }
                     // codex.md 8.1: `arguments` must be a JSON string, an object is dropped.
-                    let mut arguments = Vec::new();
+                    let mut arguments = std::mem::take(&mut self.scratch);
+                    arguments.clear();
                     jsonl::write_value(&mut arguments, c.params.as_value());
-                    let arguments = String::from_utf8(arguments).expect("JSON text is UTF-8");
+                    let arguments_text =
+                        std::str::from_utf8(&arguments).expect("JSON text is UTF-8");
                     self.calls.insert(c.call_id.as_str().to_owned());
-                    self.item(
-                        ts,
-                        json!({"type": "function_call", "name": c.name.as_str(),
-                               "arguments": arguments, "call_id": c.call_id.as_str()}),
-                    );
+                    self.line("response_item", |out| {
+                        out.extend_from_slice(br#"{"type":"function_call","name":"#);
+                        jsonl::write_str(out, c.name.as_str());
+                        out.extend_from_slice(br#","arguments":"#);
+                        jsonl::write_str(out, arguments_text);
+                        out.extend_from_slice(br#","call_id":"#);
+                        jsonl::write_str(out, c.call_id.as_str());
+                        out.push(b'}');
+                    });
+                    self.scratch = arguments;
                 }
                 PartRef::ToolResult(r) if !self.calls.contains(r.call_id.as_str()) => {
                     // Codex never sends an output whose call is not before it (measured with
@@ -322,7 +353,7 @@ impl ForeignRollout {
                     target.losses.record(
                         loss::ORPHAN_TOOL_RESULT,
                         at,
-                        format!(
+                        format_args!(
                             "the result of call {}, which the session does not hold",
                             r.call_id.as_str()
                         ),
@@ -336,7 +367,14 @@ impl ForeignRollout {
                             "function_call_output has no failure flag; the output text is kept",
                         );
                     }
-                    let (output, structured) = output_value(r.result.as_value());
+                    let mut structured = false;
+                    self.line("response_item", |out| {
+                        out.extend_from_slice(br#"{"type":"function_call_output","call_id":"#);
+                        jsonl::write_str(out, r.call_id.as_str());
+                        out.extend_from_slice(br#","output":"#);
+                        structured = write_output(out, r.result.as_value());
+                        out.push(b'}');
+                    });
                     if structured {
                         target.losses.record(
                             loss::TOOL_RESULT_STRUCTURE,
@@ -344,22 +382,14 @@ impl ForeignRollout {
                             "a tool result that is not text or text/image blocks is written as its JSON text",
                         );
                     }
-                    self.item(
-                        ts,
-                        jsonl::object([
-                            ("type", Value::from("function_call_output")),
-                            ("call_id", Value::from(r.call_id.as_str())),
-                            ("output", Value::from(output)),
-                        ]),
-                    );
                 }
                 other => self.lost_part(*other, at, target),
             }
         }
-        self.flush_text(ts, &mut text);
+        self.flush_text(&mut text);
     }
 
-    fn lost_part(&self, part: PartRef<'_>, at: &str, target: &mut Target<'_>) {
+    fn lost_part(&self, part: PartRef<'_>, at: At<'_>, target: &mut Target<'_>) {
         match part {
             PartRef::ToolApprovalRequest(_) | PartRef::ToolApprovalResponse(_) => {
                 target.losses.record(
@@ -371,51 +401,49 @@ impl ForeignRollout {
             other => target.losses.record(
                 &format!("{}_part", other.kind()),
                 at,
-                format!("a {} part where Codex has no item for it", other.kind()),
+                format_args!("a {} part where Codex has no item for it", other.kind()),
             ),
         }
     }
 
     /// Writes pending assistant text as one `message` item (and its `agent_message` twin).
-    fn flush_text(&mut self, ts: &Timestamp, text: &mut Vec<Value>) {
+    fn flush_text(&mut self, text: &mut Vec<&str>) {
         if text.is_empty() {
             return;
         }
-        let joined: String = text
-            .iter()
-            .filter_map(|t| t.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let mut event = Map::new();
-        event.insert("type".into(), "agent_message".into());
-        event.insert("message".into(), Value::from(joined));
-        self.line(ts, "event_msg", event);
-        let content = Value::Array(std::mem::take(text));
-        self.item(
-            ts,
-            jsonl::object([
-                ("type", Value::from("message")),
-                ("role", Value::from("assistant")),
-                ("content", content),
-            ]),
-        );
+        self.line("event_msg", |out| {
+            out.extend_from_slice(br#"{"type":"agent_message","message":"#);
+            match text.as_slice() {
+                [one] => jsonl::write_str(out, one),
+                many => jsonl::write_str(out, &many.join("\n")),
+            }
+            out.push(b'}');
+        });
+        self.line("response_item", |out| {
+            out.extend_from_slice(br#"{"type":"message","role":"assistant","content":["#);
+            for (i, t) in text.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(br#"{"type":"output_text","text":"#);
+                jsonl::write_str(out, t);
+                out.push(b'}');
+            }
+            out.extend_from_slice(b"]}");
+        });
+        text.clear();
     }
 
-    fn item(&mut self, ts: &Timestamp, payload: Value) {
-        if let Value::Object(map) = payload {
-            self.line(ts, "response_item", map);
-        }
-    }
-
-    /// Appends the line `{timestamp, type, payload}`.
-    fn line(&mut self, ts: &Timestamp, kind: &str, payload: Map<String, Value>) {
+    /// Appends the line `{timestamp, type, payload}` with the current timestamp; `payload`
+    /// writes the payload's JSON.
+    fn line(&mut self, kind: &str, payload: impl FnOnce(&mut Vec<u8>)) {
         let out = &mut self.buf;
         out.extend_from_slice(b"{\"timestamp\":");
-        jsonl::write_str(out, &iso_millis(ts));
+        jsonl::write_str(out, &self.ts);
         out.extend_from_slice(b",\"type\":");
         jsonl::write_str(out, kind);
         out.extend_from_slice(b",\"payload\":");
-        jsonl::write_value_map(out, &payload);
+        payload(out);
         out.extend_from_slice(b"}\n");
     }
 
@@ -527,32 +555,65 @@ fn has_signature(options: &Map<String, Value>) -> bool {
     options.values().any(walk)
 }
 
-/// A tool result as `function_call_output.output`: a string, or a content-item array when it
-/// holds images or several blocks (codex.md 8: a string or a content array; an object is
-/// dropped by Codex). The flag says the result had another structure, written as JSON text.
-pub(crate) fn output_value(result: &Value) -> (Value, bool) {
+/// The start of an `input_text` content item, up to its text.
+const INPUT_TEXT: &[u8] = br#"{"type":"input_text","text":"#;
+/// The start of an `input_image` content item, up to its URL.
+const INPUT_IMAGE: &[u8] = br#"{"type":"input_image","image_url":"#;
+
+/// Appends the content item that `head` ([`INPUT_TEXT`], [`INPUT_IMAGE`]) starts, with `value`.
+fn content_item(out: &mut Vec<u8>, head: &[u8], value: &str) {
+    out.extend_from_slice(head);
+    jsonl::write_str(out, value);
+    out.push(b'}');
+}
+
+/// Appends a content item to the comma-separated items in `out`.
+fn push_item(out: &mut Vec<u8>, head: &[u8], value: &str) {
+    if !out.is_empty() {
+        out.push(b',');
+    }
+    content_item(out, head, value);
+}
+
+/// Appends a tool result as `function_call_output.output`: a string, or a content-item array
+/// when it holds images or several blocks (codex.md 8: a string or a content array; an object
+/// is dropped by Codex). Returns whether the result had another structure, written as JSON text.
+pub(crate) fn write_output(out: &mut Vec<u8>, result: &Value) -> bool {
     match result {
-        Value::String(s) => (Value::from(s.as_str()), false),
+        Value::String(s) => {
+            jsonl::write_str(out, s);
+            false
+        }
         Value::Array(blocks) => {
-            let mut items = Vec::new();
             let mut structured = false;
-            for block in blocks {
-                items.push(match block_item(block) {
-                    Some(item) => item,
-                    None => {
+            let items: Vec<OutputItem<'_>> = blocks
+                .iter()
+                .map(|block| {
+                    output_item(block).unwrap_or_else(|| {
                         structured = true;
-                        json!({"type": "input_text", "text": block.to_string()})
-                    }
-                });
-            }
+                        OutputItem::Text(std::borrow::Cow::Owned(block.to_string()))
+                    })
+                })
+                .collect();
             match items.as_slice() {
-                [] => (Value::from(""), structured),
-                [one] if one.get("type").and_then(Value::as_str) == Some("input_text") => (
-                    one.get("text").cloned().unwrap_or_else(|| Value::from("")),
-                    structured,
-                ),
-                _ => (Value::Array(items), structured),
+                [] => jsonl::write_str(out, ""),
+                [OutputItem::Text(text)] => jsonl::write_str(out, text),
+                items => {
+                    out.push(b'[');
+                    for (i, item) in items.iter().enumerate() {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        match item {
+                            OutputItem::Text(text) => content_item(out, INPUT_TEXT, text),
+                            OutputItem::Image(url) => content_item(out, INPUT_IMAGE, url),
+                            OutputItem::Verbatim(item) => jsonl::write_value(out, item),
+                        }
+                    }
+                    out.push(b']');
+                }
             }
+            structured
         }
         Value::Object(map) => {
             // A `{content: [...]}` or `{output: "..."}` wrapper (pi, opencode) is unwrapped.
@@ -561,25 +622,38 @@ pub(crate) fn output_value(result: &Value) -> (Value, bool) {
                     && let Some(inner) = map.get(key)
                     && (inner.is_string() || inner.is_array())
                 {
-                    return output_value(inner);
+                    return write_output(out, inner);
                 }
             }
-            (Value::from(result.to_string()), true)
+            jsonl::write_str(out, &result.to_string());
+            true
         }
-        other => (Value::from(other.to_string()), true),
+        other => {
+            jsonl::write_str(out, &other.to_string());
+            true
+        }
     }
 }
 
+/// One tool-result block as a Codex content item.
+enum OutputItem<'a> {
+    /// `input_text` with this text.
+    Text(std::borrow::Cow<'a, str>),
+    /// `input_image` with this URL.
+    Image(String),
+    /// A Codex `input_image` item already, written as it is.
+    Verbatim(&'a Value),
+}
+
 /// One tool-result block as a Codex content item (`input_text` or `input_image`).
-fn block_item(block: &Value) -> Option<Value> {
+fn output_item(block: &Value) -> Option<OutputItem<'_>> {
     if let Some(text) = block.as_str() {
-        return Some(json!({"type": "input_text", "text": text}));
+        return Some(OutputItem::Text(text.into()));
     }
     let map = block.as_object()?;
     match map.get("type").and_then(Value::as_str)? {
         "text" | "input_text" | "output_text" => {
-            let text = map.get("text")?.as_str()?;
-            Some(json!({"type": "input_text", "text": text}))
+            Some(OutputItem::Text(map.get("text")?.as_str()?.into()))
         }
         "image" => {
             // Anthropic `{source: {type: base64, media_type, data}}` or pi `{data, mimeType}`.
@@ -600,9 +674,9 @@ fn block_item(block: &Value) -> Option<Value> {
                     map.get("data")?.as_str()?
                 )
             };
-            Some(json!({"type": "input_image", "image_url": url}))
+            Some(OutputItem::Image(url))
         }
-        "input_image" => Some(block.clone()),
+        "input_image" => Some(OutputItem::Verbatim(block)),
         _ => None,
     }
 }
@@ -677,6 +751,7 @@ pub(crate) fn file_time(ts: &Timestamp) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn only_whole_inline_images_are_usable() {
@@ -714,17 +789,44 @@ mod tests {
         assert!(derived && is_uuid(&d));
     }
 
+    /// A tool result's `output` as JSON text, and the structure flag.
+    fn output(result: Value) -> (String, bool) {
+        let mut out = Vec::new();
+        let structured = write_output(&mut out, &result);
+        (String::from_utf8(out).unwrap(), structured)
+    }
+
     #[test]
     fn tool_results_become_strings_or_content_arrays() {
-        assert_eq!(output_value(&json!("ok")), (json!("ok"), false));
+        assert_eq!(output(json!("ok")), (r#""ok""#.into(), false));
         assert_eq!(
-            output_value(&json!([{"type": "text", "text": "a"}])),
-            (json!("a"), false)
+            output(json!([{"type": "text", "text": "a"}])),
+            (r#""a""#.into(), false)
         );
-        let (v, s) = output_value(&json!([{"type": "text", "text": "a"},
+        assert_eq!(output(json!([])), (r#""""#.into(), false));
+        let (v, s) = output(json!([{"type": "text", "text": "a"},
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA"}}]));
         assert!(!s);
-        assert_eq!(v[1]["image_url"], "data:image/png;base64,AA");
-        assert_eq!(output_value(&json!({"a": 1})), (json!("{\"a\":1}"), true));
+        assert_eq!(
+            v,
+            r#"[{"type":"input_text","text":"a"},{"type":"input_image","image_url":"data:image/png;base64,AA"}]"#
+        );
+        // pi's `{content: [...]}` wrapper is unwrapped; an `input_image` item is kept as it is.
+        let (v, s) = output(
+            json!({"content": [{"type": "input_image", "image_url": "u", "detail": "high"},
+            {"type": "text", "text": "b"}]}),
+        );
+        assert!(!s);
+        assert_eq!(
+            v,
+            r#"[{"type":"input_image","image_url":"u","detail":"high"},{"type":"input_text","text":"b"}]"#
+        );
+        // Any other structure is its JSON text, flagged.
+        assert_eq!(output(json!({"a": 1})), (r#""{\"a\":1}""#.into(), true));
+        assert_eq!(
+            output(json!([{"type": "chart", "n": 2}])),
+            (r#""{\"type\":\"chart\",\"n\":2}""#.into(), true)
+        );
+        assert_eq!(output(json!(7)), (r#""7""#.into(), true));
     }
 }
