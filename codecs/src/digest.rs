@@ -79,19 +79,48 @@ pub(crate) fn hash128(s: &str) -> u128 {
     hash128_of(&[s.as_bytes()])
 }
 
-/// [`hash128`] of the concatenation of `pieces`, without first writing it into a string. The two
-/// hashes run in one pass: their multiplications are independent, so the CPU overlaps them
-/// (one FNV-1a chain waits on each multiplication in turn).
+/// [`hash128`] of the concatenation of `pieces`, without first writing it into a string.
 pub(crate) fn hash128_of(pieces: &[&[u8]]) -> u128 {
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let (mut a, mut b) = (FNV_BASIS, FNV_BASIS_2);
-    for piece in pieces {
-        for &byte in *piece {
+    pieces
+        .iter()
+        .fold(Hash128::new(), |h, piece| h.update(piece))
+        .finish()
+}
+
+/// [`hash128`] fed piece by piece: a state that is copied can be continued from more than once
+/// (every part of a message hashes the message's name first: it is hashed once). The two hashes
+/// run in one pass: their multiplications are independent, so the CPU overlaps them (one FNV-1a
+/// chain waits on each multiplication in turn).
+#[derive(Clone, Copy)]
+pub(crate) struct Hash128 {
+    a: u64,
+    b: u64,
+}
+
+impl Hash128 {
+    /// The state of no bytes.
+    pub(crate) fn new() -> Self {
+        Hash128 {
+            a: FNV_BASIS,
+            b: FNV_BASIS_2,
+        }
+    }
+
+    /// The state after `bytes` more.
+    pub(crate) fn update(self, bytes: &[u8]) -> Self {
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        let Hash128 { mut a, mut b } = self;
+        for &byte in bytes {
             a = (a ^ u64::from(byte)).wrapping_mul(PRIME);
             b = (b ^ u64::from(byte)).wrapping_mul(PRIME);
         }
+        Hash128 { a, b }
     }
-    (u128::from(a) << 64) | u128::from(b)
+
+    /// The hash of the bytes so far.
+    pub(crate) fn finish(self) -> u128 {
+        (u128::from(self.a) << 64) | u128::from(self.b)
+    }
 }
 
 /// `bytes` in lowercase hex.
@@ -133,6 +162,12 @@ mod tests {
         }
         // FNV-1a's published 64-bit vector: "a" from the standard offset basis.
         assert_eq!(hash128("a") >> 64, 0xaf63_dc4c_8601_ec8c);
+        // A state copied and continued twice: each continuation is the hash of its whole name
+        // (the opencode writer hashes a message's name once for all its parts).
+        let message = Hash128::new().update(b"s/m").update(b"#");
+        assert_eq!(message.update(b"p1").finish(), hash128("s/m#p1"));
+        assert_eq!(message.update(b"p22").finish(), hash128("s/m#p22"));
+        assert_eq!(message.finish(), hash128("s/m#"));
     }
 
     #[test]

@@ -35,7 +35,7 @@
 //!   stays `running` (`tool_call_without_result`) and a result that comes later is dropped
 //!   (`unpaired_tool_result`).
 
-use crate::digest::{hash128, hash128_of};
+use crate::digest::{Hash128, hash128};
 use crate::discover::find_str;
 use crate::face::{At, Losses, Target, WriteError};
 use crate::hold::{Prelude, Streamed};
@@ -55,30 +55,35 @@ const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrst
 /// An opencode id: `prefix_` + 12 hex digits of the low 48 bits of `n` + 14 base62 characters
 /// from a hash of `seed` (opencode.md section 6): the hash's base-62 digits, lowest first.
 fn oc_id(prefix: &str, n: u128, seed: &str) -> String {
-    oc_id_of(prefix, n, &[seed.as_bytes()])
+    oc_id_of(prefix, n, Hash128::new().update(seed.as_bytes()))
 }
 
-/// [`oc_id`] of the seed that is the concatenation of `seed` (no string made for it).
-fn oc_id_of(prefix: &str, n: u128, seed: &[&[u8]]) -> String {
+/// [`oc_id`] of the seed whose hash state is `seed` (no string made for it; a shared first
+/// piece hashed once).
+fn oc_id_of(prefix: &str, n: u128, seed: Hash128) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     // 62^7 < 2^42: the hash splits into two 7-digit halves, each worked in 64-bit arithmetic
     // (two 128-bit divisions per id instead of 28; a conversion makes one id per part).
     const HALF: u128 = 62u128.pow(7);
-    let mut id = String::with_capacity(prefix.len() + 1 + 12 + 14);
-    id.push_str(prefix);
-    id.push('_');
+    // The 26 digits made as bytes, then added to the prefix at once.
+    let mut digits = [0u8; 26];
     let low = (n & ((1u128 << 48) - 1)) as u64;
-    for shift in (0..12).rev() {
-        id.push(char::from(HEX[((low >> (shift * 4)) & 0xf) as usize]));
+    for (i, digit) in digits[..12].iter_mut().enumerate() {
+        *digit = HEX[((low >> ((11 - i) * 4)) & 0xf) as usize];
     }
-    let h = hash128_of(seed);
-    for half in [(h % HALF) as u64, ((h / HALF) % HALF) as u64] {
+    let h = seed.finish();
+    let halves = [(h % HALF) as u64, ((h / HALF) % HALF) as u64];
+    for (half, place) in halves.into_iter().zip(digits[12..].chunks_exact_mut(7)) {
         let mut d = half;
-        for _ in 0..7 {
-            id.push(char::from(BASE62[(d % 62) as usize]));
+        for digit in place {
+            *digit = BASE62[(d % 62) as usize];
             d /= 62;
         }
     }
+    let mut id = String::with_capacity(prefix.len() + 1 + digits.len());
+    id.push_str(prefix);
+    id.push('_');
+    id.push_str(std::str::from_utf8(&digits).expect("hex and base-62 digits are ASCII"));
     id
 }
 
@@ -731,11 +736,14 @@ impl ForeignDoc {
                     });
             }
         });
+        // Every part's seed starts with the message's and `#`: hashed once.
+        let msg = m.seed.as_bytes();
+        let after_msg = Hash128::new().update(msg).update(b"#");
         doc.array("parts", &parts, |out, k, p, depth| {
             let n = (m.created as u128) * 0x1000 + k as u128 + 1;
-            let (msg, mut digits) = (m.seed.as_bytes(), itoa::Buffer::new());
+            let mut digits = itoa::Buffer::new();
             let id = match &p.seed {
-                PartSeed::Part(seed) => oc_id_of("prt", n, &[msg, b"#", seed.as_bytes()]),
+                PartSeed::Part(seed) => oc_id_of("prt", n, after_msg.update(seed.as_bytes())),
                 PartSeed::Step { finish, step } => {
                     let frame: &[u8] = if *finish {
                         b"#step-finish"
@@ -743,7 +751,8 @@ impl ForeignDoc {
                         b"#step-start"
                     };
                     let step = digits.format(*step).as_bytes();
-                    oc_id_of("prt", n, &[msg, b"#", msg, frame, step])
+                    let seed = after_msg.update(msg).update(frame).update(step);
+                    oc_id_of("prt", n, seed)
                 }
             };
             let mut o = PrettyObject::new(out, depth);
