@@ -390,7 +390,17 @@ pub fn record_here<'o>(
     line: u64,
     bytes: &[u8],
 ) -> Result<Record<'o>, ParseError> {
-    HERE.with_borrow_mut(|p| p.record(origin, line, bytes))
+    record_here_at(origin, Locator::Line(line), bytes)
+}
+
+/// [`record_here`] of a record at any place of a line ([`LineParser::record_at`]): for a
+/// carrier's message, made from its line only when a writer asks for it.
+pub fn record_here_at<'o>(
+    origin: &'o Origin,
+    at: Locator,
+    bytes: &[u8],
+) -> Result<Record<'o>, ParseError> {
+    HERE.with_borrow_mut(|p| p.record_at(origin, at, bytes))
 }
 
 impl LineParser {

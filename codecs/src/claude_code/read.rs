@@ -519,9 +519,8 @@ fn deferred(
 /// The message of a line [`carried_as_is`] passed: what [`records::place`] makes of it, as
 /// [`ReadFace::read`] gives it.
 fn carrier_message(parts: &CarrierParts<'_>) -> pond_canonical::Message {
-    let record =
-        pond_canonical::Record::from_json_at(parts.source, parts.at.clone(), parts.line.as_bytes())
-            .expect("the line was checked to be a JSON object");
+    let record = jsonl::record_here_at(parts.source, parts.at.clone(), parts.line.as_bytes())
+        .expect("the line was checked to be a JSON object");
     let mut ctx = LineContext {
         session: parts.session,
         anchor: parts.anchor,

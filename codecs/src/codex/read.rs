@@ -213,7 +213,7 @@ fn read_rollout(
 /// The message of a line [`survey`] found carried: what [`place_record`] makes of it, as
 /// [`ReadFace::read`] gives it.
 fn carrier_message(parts: &CarrierParts<'_>) -> Message {
-    let record = Record::from_json_at(parts.source, parts.at.clone(), parts.line.as_bytes())
+    let record = jsonl::record_here_at(parts.source, parts.at.clone(), parts.line.as_bytes())
         .expect("the line was checked to be a JSON object");
     let id = MessageId::from(record.position());
     place_record(parts.session, parts.anchor, id, record, &mut |_| {})
