@@ -82,7 +82,8 @@ pub(crate) struct ForeignRollout {
     calls: std::collections::HashSet<String>,
     /// The `timestamp` of the lines being made: the current message's, in Codex's form.
     ts: String,
-    /// A tool call's arguments as JSON text, before they are written as a string.
+    /// A buffer reused for what a line needs made before it is written: a user item's content
+    /// items (its event line goes first), a tool call's arguments as JSON text.
     scratch: Vec<u8>,
 }
 
@@ -158,6 +159,8 @@ impl ForeignRollout {
 
     /// Appends the lines of one message.
     pub(crate) fn message(&mut self, message: &Message, target: &mut Target<'_>) {
+        // The session's name is taken out for the call, so that the place of a loss can borrow
+        // it while the lines are made.
         let source = std::mem::take(&mut self.source);
         let at = At::of(&source, message);
         self.message_at(message, at, target);
