@@ -59,6 +59,8 @@ fn uuid_text(hash: [u8; 20]) -> String {
 /// The offset bases of the two FNV-1a hashes [`hash128`] joins.
 pub(crate) const FNV_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_BASIS_2: u64 = 0x6c62_272e_07bb_0142;
+/// The 64-bit FNV prime.
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
 /// FNV-1a, 64 bits, from the offset basis `basis`, over the concatenation of `pieces` (the
 /// hash of a derived name, made without first writing the name into a string).
@@ -67,7 +69,7 @@ pub(crate) fn fnv(basis: u64, pieces: &[&[u8]]) -> u64 {
     for piece in pieces {
         for b in *piece {
             h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            h = h.wrapping_mul(FNV_PRIME);
         }
     }
     h
@@ -108,11 +110,10 @@ impl Hash128 {
 
     /// The state after `bytes` more.
     pub(crate) fn update(self, bytes: &[u8]) -> Self {
-        const PRIME: u64 = 0x0000_0100_0000_01b3;
         let Hash128 { mut a, mut b } = self;
         for &byte in bytes {
-            a = (a ^ u64::from(byte)).wrapping_mul(PRIME);
-            b = (b ^ u64::from(byte)).wrapping_mul(PRIME);
+            a = (a ^ u64::from(byte)).wrapping_mul(FNV_PRIME);
+            b = (b ^ u64::from(byte)).wrapping_mul(FNV_PRIME);
         }
         Hash128 { a, b }
     }
