@@ -146,11 +146,13 @@ pub fn convert_sources(
     out: &mut dyn Output,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Summary, ConvertError> {
-    convert_on(from, to, layout, sources, out, progress, pipelined())
+    convert_on(from, to, layout, sources, out, progress, pipelined(), true)
 }
 
-/// [`convert_sources`], reading on a thread of its own when `pipelined` and the conversion is
-/// foreign.
+/// [`convert_sources`], reading on a thread of its own when `pipelined`, and, when `prune` and
+/// the write is foreign, leaving unbuilt what the writer never reads
+/// ([`ReadFace::read_items_for`]).
+#[allow(clippy::too_many_arguments)]
 fn convert_on(
     from: &Codec,
     to: &Codec,
@@ -159,6 +161,7 @@ fn convert_on(
     out: &mut dyn Output,
     progress: &mut dyn FnMut(usize, usize),
     pipelined: bool,
+    prune: bool,
 ) -> Result<Summary, ConvertError> {
     let reader = from.read.ok_or(ConvertError::MissingFace {
         codec: from.name,
@@ -170,6 +173,18 @@ fn convert_on(
     })?;
     let mut writer = face.writer(layout);
     let mut summary = Summary::default();
+    // Every session a codec reads is of its own brand: a writer of another brand writes them
+    // all foreign, and reads of their options only the keys it names.
+    let wanted = (prune && from.source_agent != to.source_agent)
+        .then(|| writer.option_keys())
+        .flatten();
+    let read =
+        |source: &Origin, defer: bool, emit: &mut dyn FnMut(Result<Item<'_>, ParseError>)| {
+            match wanted {
+                Some(keys) => reader.read_items_for(source, defer, keys, emit),
+                None => reader.read_items(source, defer, emit),
+            }
+        };
     // Carriers travel as their source lines (`ReadFace::read_items`): a native writer copies
     // them, a foreign one builds their messages only if it needs them. On one thread the lines
     // are borrowed from the reader's buffer; across threads, copied (`OwnedCarried`).
@@ -180,7 +195,7 @@ fn convert_on(
             let mut feed = Feed::new(to, writer.as_mut(), &mut *out, &mut summary);
             // On one thread, carriers travel as their lines to a foreign writer too: one that
             // drops them need not build their messages (the Claude Code writer).
-            reader.read_items(source, false, &mut |item| feed.item(item, source));
+            read(source, false, &mut |item| feed.item(item, source));
             feed.end(&source.path().display().to_string());
         }
     } else {
@@ -209,7 +224,7 @@ fn convert_on(
                 let mut batch = fresh();
                 for source in sources {
                     let mut closed = false;
-                    reader.read_items(source, true, &mut |item| {
+                    read(source, true, &mut |item| {
                         if closed {
                             return;
                         }
@@ -488,10 +503,11 @@ mod tests {
     use crate::registry::CODECS;
     use std::path::PathBuf;
 
-    /// Converts `sources` serially and pipelined: the written files and the whole summary
-    /// (counts, faults in order, losses, written sessions) must be the same.
+    /// Converts `sources` serially and pipelined, each with and without leaving unbuilt what
+    /// the writer never reads: the written files and the whole summary (counts, faults in
+    /// order, losses, written sessions) must be the same all four ways.
     fn both_ways(from: &Codec, to: &Codec, sources: &[Origin]) -> Summary {
-        let run = |pipelined| {
+        let run = |pipelined, prune| {
             let mut out = MemoryOutput::default();
             let summary = convert_on(
                 from,
@@ -501,19 +517,23 @@ mod tests {
                 &mut out,
                 &mut |_, _| {},
                 pipelined,
+                prune,
             )
             .expect("both faces exist");
             (out.files, summary)
         };
-        let (serial_files, serial) = run(false);
-        let (piped_files, piped) = run(true);
+        let (serial_files, serial) = run(false, false);
         let label = format!("{} -> {}", from.name, to.name);
-        assert_eq!(serial_files, piped_files, "{label}: written files");
-        assert_eq!(
-            serde_json::to_value(&serial).unwrap(),
-            serde_json::to_value(&piped).unwrap(),
-            "{label}: summary"
-        );
+        for (pipelined, prune) in [(true, false), (false, true), (true, true)] {
+            let (files, summary) = run(pipelined, prune);
+            let way = format!("{label} (pipelined {pipelined}, pruned {prune})");
+            assert_eq!(serial_files, files, "{way}: written files");
+            assert_eq!(
+                serde_json::to_value(&serial).unwrap(),
+                serde_json::to_value(&summary).unwrap(),
+                "{way}: summary"
+            );
+        }
         serial
     }
 

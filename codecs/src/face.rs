@@ -55,6 +55,22 @@ pub trait ReadFace: Sync {
         self.read(source, &mut |item| emit(item.map(Item::Event)));
     }
 
+    /// [`read_items`](Self::read_items) for a foreign write whose writer looks for only the
+    /// keys `wanted` in a message's options ([`SessionWriter::option_keys`]): a codec may leave
+    /// unbuilt the option values in which none of them occurs (`jsonl::Prune`), since the
+    /// writer would drop them unread. What the writer writes and every loss it reports are those
+    /// of `read_items`; the default is `read_items`.
+    fn read_items_for(
+        &self,
+        source: &Origin,
+        defer: bool,
+        wanted: &'static [&'static str],
+        emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
+    ) {
+        let _ = wanted;
+        self.read_items(source, defer, emit);
+    }
+
     /// Files read as part of `source` besides the source itself (sidecars such as Claude Code's
     /// `agent-*.meta.json`), with their paths relative to the same input root. A native write
     /// reproduces them too.
@@ -275,6 +291,15 @@ pub trait SessionWriter {
         target: &mut Target<'_>,
     ) -> Result<(), WriteError> {
         self.message(&carried.message(), target)
+    }
+
+    /// The keys this writer's foreign write looks for in a message's options (a model, a
+    /// provider), searched at any depth: a reader of another codec may leave unbuilt every
+    /// option value in which none of them occurs ([`ReadFace::read_items_for`]). Whatever the
+    /// keys, a foreign write may still ask whether a message's options are empty. `None`, the
+    /// default: the writer reads options whole.
+    fn option_keys(&self) -> Option<&'static [&'static str]> {
+        None
     }
 
     /// The end of one source unit's events: write out anything held back for it.

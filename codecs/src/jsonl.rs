@@ -393,6 +393,16 @@ pub fn record_here<'o>(
     record_here_at(origin, Locator::Line(line), bytes)
 }
 
+/// [`LineParser::record_pruned`] with the calling thread's own parser ([`record_here`]).
+pub fn record_here_pruned<'o>(
+    origin: &'o Origin,
+    line: u64,
+    bytes: &[u8],
+    prune: &Prune,
+) -> Result<Record<'o>, ParseError> {
+    HERE.with_borrow_mut(|p| p.record_pruned(origin, line, bytes, prune))
+}
+
 /// [`record_here`] of a record at any place of a line ([`LineParser::record_at`]): for a
 /// carrier's message, made from its line only when a writer asks for it.
 pub fn record_here_at<'o>(
@@ -424,6 +434,22 @@ impl LineParser {
         match self.with_tape(bytes, |nodes| tape_value(nodes, &mut 0, 0)) {
             Some(value) => Record::from_value(origin, at, value),
             None => Record::from_json_at(origin, at, bytes),
+        }
+    }
+
+    /// [`record`](Self::record), with members of `prune.object` a conversion's writer never
+    /// reads left unbuilt ([`Prune`]). A line off the fast path is read whole, as `record`
+    /// reads it.
+    pub fn record_pruned<'o>(
+        &mut self,
+        origin: &'o Origin,
+        line: u64,
+        bytes: &[u8],
+        prune: &Prune,
+    ) -> Result<Record<'o>, ParseError> {
+        match self.with_tape(bytes, |nodes| tape_record_pruned(nodes, prune)) {
+            Some(value) => Record::from_value(origin, Locator::Line(line), value),
+            None => Record::from_json_line(origin, line, bytes),
         }
     }
 
@@ -1001,6 +1027,106 @@ impl<'b> Scan<'b> {
     }
 }
 
+/// What a record read for a foreign write may leave unbuilt: the members of its object member
+/// `object` (pi's `message`) that its reader does not read (`read`) and in which none of the
+/// option keys the writer looks for occurs (`wanted`, from `SessionWriter::option_keys`),
+/// neither as the member's name nor as any string within it. Such a member would only have gone
+/// into the message's options, where the writer's searches (for a model, a provider, a
+/// signature) could not have found anything in it: what is written and every loss reported
+/// stay the same, and building the values is most of the cost of a pi assistant line (its
+/// `usage` with `cost`: a quarter of a real session's JSON values).
+#[derive(Debug, Clone, Copy)]
+pub struct Prune {
+    /// The record's member whose own members may be left unbuilt.
+    pub object: &'static str,
+    /// The members of `object` its reader reads: always built.
+    pub read: &'static [&'static str],
+    /// The option keys the writer looks for.
+    pub wanted: &'static [&'static str],
+}
+
+/// The most members of `Prune::object` pruning looks at; an object with more is built whole.
+const MAX_PRUNED_MEMBERS: usize = 32;
+
+/// The record at `nodes[0]` with [`Prune`]'s members left out; `None` to leave the fast path.
+fn tape_record_pruned(nodes: &[Node<'_>], prune: &Prune) -> Option<Value> {
+    let Node::Object { len, .. } = *nodes.first()? else {
+        return tape_value(nodes, &mut 0, 0);
+    };
+    let mut at = 1;
+    let mut map = Map::with_capacity(len);
+    for _ in 0..len {
+        let Node::String(key) = *nodes.get(at)? else {
+            return None;
+        };
+        at += 1;
+        let value = if key == prune.object {
+            pruned_object(nodes, &mut at, prune)?
+        } else {
+            tape_value(nodes, &mut at, 1)?
+        };
+        map.insert(key.to_owned(), value);
+    }
+    Some(Value::Object(map))
+}
+
+/// How many nodes the value at `nodes[at]` spans, itself included.
+fn span(nodes: &[Node<'_>], at: usize) -> Option<usize> {
+    Some(match nodes.get(at)? {
+        Node::Object { count, .. } | Node::Array { count, .. } => count + 1,
+        _ => 1,
+    })
+}
+
+/// The object at `nodes[*at]` (a member of the record) without the members [`Prune`] leaves
+/// out; any other value, or an object naming a member twice (which of two a search meets
+/// first depends on where the first stood), is built whole.
+fn pruned_object(nodes: &[Node<'_>], at: &mut usize, prune: &Prune) -> Option<Value> {
+    let start = *at;
+    let whole = |at: &mut usize| {
+        *at = start;
+        tape_value(nodes, at, 1)
+    };
+    let Node::Object { len, .. } = *nodes.get(start)? else {
+        return whole(at);
+    };
+    if len > MAX_PRUNED_MEMBERS {
+        return whole(at);
+    }
+    // The members' names, and whether each is built.
+    let mut names = [""; MAX_PRUNED_MEMBERS];
+    let mut keep = [true; MAX_PRUNED_MEMBERS];
+    let mut i = start + 1;
+    for m in 0..len {
+        let Node::String(key) = *nodes.get(i)? else {
+            return None;
+        };
+        if names[..m].contains(&key) {
+            return whole(at);
+        }
+        let value = nodes.get(i + 1..i + 1 + span(nodes, i + 1)?)?;
+        names[m] = key;
+        keep[m] = prune.read.contains(&key)
+            || prune.wanted.contains(&key)
+            || value
+                .iter()
+                .any(|n| matches!(n, Node::String(s) if prune.wanted.contains(s)));
+        i += 1 + value.len();
+    }
+    *at = start + 1;
+    let mut map = Map::with_capacity(keep[..len].iter().filter(|k| **k).count());
+    for m in 0..len {
+        *at += 1; // the name
+        if keep[m] {
+            let value = tape_value(nodes, at, 2)?;
+            map.insert(names[m].to_owned(), value);
+        } else {
+            *at += span(nodes, *at)?;
+        }
+    }
+    Some(Value::Object(map))
+}
+
 /// The value starting at `nodes[*at]`, as serde_json reads it; `None` to leave the fast path.
 fn tape_value(nodes: &[Node<'_>], at: &mut usize, depth: usize) -> Option<Value> {
     let node = *nodes.get(*at)?;
@@ -1510,6 +1636,53 @@ mod tests {
         }
         assert!(lines.len() > 1000, "the shared fixtures are found");
         lines
+    }
+
+    /// What a pruned read keeps of one line's `message`, as JSON text.
+    fn pruned(line: &str, wanted: &'static [&'static str]) -> String {
+        let origin = Origin::new("test", "/x.jsonl", "x.jsonl");
+        let prune = Prune {
+            object: "message",
+            read: &["role", "content"],
+            wanted,
+        };
+        let record = LineParser::default()
+            .record_pruned(&origin, 1, line.as_bytes(), &prune)
+            .unwrap();
+        serde_json::to_string(&record.into_rest().into_inner()).unwrap()
+    }
+
+    #[test]
+    fn a_pruned_read_leaves_out_only_what_no_wanted_key_is_in() {
+        let line = r#"{"type":"message","id":"a","message":{"role":"assistant","content":[{"type":"text","text":"hi"}],"api":"x","usage":{"input":1,"cost":{"total":0.5}},"model":"m","meta":{"deep":{"modelId":"n"}},"note":"model"}}"#;
+        // Read members and those naming a wanted key stay, in their order; `api` and `usage`
+        // go; `meta` holds `modelId` two levels down; `note` holds it as a value (kept, to be
+        // safe: the check looks at every string).
+        assert_eq!(
+            pruned(line, &["model", "modelId"]),
+            r#"{"type":"message","id":"a","message":{"role":"assistant","content":[{"type":"text","text":"hi"}],"model":"m","meta":{"deep":{"modelId":"n"}},"note":"model"}}"#
+        );
+        // A writer that wants no key keeps only what the reader reads.
+        assert_eq!(
+            pruned(line, &[]),
+            r#"{"type":"message","id":"a","message":{"role":"assistant","content":[{"type":"text","text":"hi"}]}}"#
+        );
+        // Members outside `message` are all built.
+        let other = r#"{"usage":{"input":1},"message":"text"}"#;
+        assert_eq!(pruned(other, &[]), other);
+    }
+
+    #[test]
+    fn a_pruned_read_builds_a_message_naming_a_member_twice_whole() {
+        let line = r#"{"message":{"role":"user","usage":{"a":1},"usage":{"model":"m"},"x":2}}"#;
+        let origin = Origin::new("test", "/x.jsonl", "x.jsonl");
+        let whole = LineParser::default()
+            .record(&origin, 1, line.as_bytes())
+            .unwrap();
+        assert_eq!(
+            pruned(line, &["model"]),
+            serde_json::to_string(&whole.into_rest().into_inner()).unwrap()
+        );
     }
 
     #[test]

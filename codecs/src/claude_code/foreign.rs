@@ -950,6 +950,10 @@ fn result_block(item: &Value) -> Option<Value> {
     }
 }
 
+/// The keys a foreign write looks for in a message's options ([`find_model`], and
+/// `encrypted_content` with [`has_key`]; `SessionWriter::option_keys`).
+pub(crate) const OPTION_KEYS: &[&str] = &["modelID", "modelId", "model", "encrypted_content"];
+
 /// The model an options bag names (`model`, `modelID`, `modelId`, or a `model` object holding
 /// one), searched to `depth` levels.
 fn find_model(obj: &Map<String, Value>, depth: usize) -> Option<String> {

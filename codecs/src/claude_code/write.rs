@@ -61,6 +61,10 @@ fn harness_path(project: &str, source_path: &str) -> String {
 }
 
 impl SessionWriter for ClaudeCodeWriter {
+    fn option_keys(&self) -> Option<&'static [&'static str]> {
+        Some(super::foreign::OPTION_KEYS)
+    }
+
     fn session(
         &mut self,
         session: &Session,

@@ -30,6 +30,10 @@ use crate::jsonl;
 use pond_canonical::{FileData, Message, PartRef, Provenance, Session, Timestamp};
 use serde_json::{Map, Value};
 
+/// The keys a foreign write looks for in a message's options: none (it asks only whether a
+/// message has any, for the `source_options` loss; `SessionWriter::option_keys`).
+pub(crate) const OPTION_KEYS: &[&str] = &[];
+
 /// The stable loss kinds a foreign Codex write records.
 pub mod loss {
     /// The source session id is not a UUID; the rollout uses the UUID derived from it.

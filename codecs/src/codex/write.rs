@@ -445,6 +445,10 @@ fn write_message_line(out: &mut Vec<u8>, message: &Message) -> Result<(), WriteE
 }
 
 impl SessionWriter for RolloutWriter {
+    fn option_keys(&self) -> Option<&'static [&'static str]> {
+        Some(super::foreign::OPTION_KEYS)
+    }
+
     fn session(
         &mut self,
         session: &Session,

@@ -44,6 +44,17 @@ use pond_canonical::{AssistantPart, FileData, Message, PartRef, Provenance, Sess
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet, VecDeque};
 
+/// The keys a foreign write looks for in a message's options: its model and provider
+/// (`SessionWriter::option_keys`).
+pub(crate) const OPTION_KEYS: &[&str] = &[
+    "model",
+    "modelID",
+    "modelId",
+    "providerID",
+    "provider",
+    "model_provider",
+];
+
 /// The loss of a source record that maps to no message (a carrier): opencode has no form for it.
 pub(crate) const SOURCE_RECORD: &str = "source_record";
 

@@ -63,6 +63,10 @@ pub(crate) fn shell_quote(s: &str) -> String {
 }
 
 impl SessionWriter for ExportWriter {
+    fn option_keys(&self) -> Option<&'static [&'static str]> {
+        Some(super::foreign::OPTION_KEYS)
+    }
+
     fn carried(
         &mut self,
         carried: &CarriedLine<'_>,

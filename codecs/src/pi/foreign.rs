@@ -45,6 +45,17 @@ use pond_canonical::{AssistantPart, FileData, Message, PartRef, Session, Timesta
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet, VecDeque};
 
+/// The keys a foreign write looks for in a message's options: its provider and model
+/// (`SessionWriter::option_keys`).
+pub(crate) const OPTION_KEYS: &[&str] = &[
+    "providerID",
+    "provider",
+    "model_provider",
+    "model",
+    "modelID",
+    "modelId",
+];
+
 /// The loss of a source record that maps to no message (a carrier): pi has no form for it.
 pub(crate) const SOURCE_RECORD: &str = "source_record";
 

@@ -132,7 +132,7 @@ impl ReadFace for PiReader {
     }
 
     fn read(&self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
-        read::read(source, false, &mut crate::face::events(source, emit));
+        read::read(source, false, None, &mut crate::face::events(source, emit));
     }
 
     /// [`read`](ReadFace::read)'s events; with `defer`, each main-line entry read whole from its
@@ -143,7 +143,20 @@ impl ReadFace for PiReader {
         defer: bool,
         emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
     ) {
-        read::read(source, defer, emit);
+        read::read(source, defer, None, emit);
+    }
+
+    /// [`read_items`](ReadFace::read_items), the members of each entry's `message` that
+    /// neither the mapping nor the writer reads left unbuilt (`usage` and its `cost`, `api`,
+    /// `stopReason`, ...: a quarter of a real session's JSON values).
+    fn read_items_for(
+        &self,
+        source: &Origin,
+        defer: bool,
+        wanted: &'static [&'static str],
+        emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
+    ) {
+        read::read(source, defer, Some(wanted), emit);
     }
 }
 

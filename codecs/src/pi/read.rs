@@ -134,7 +134,22 @@ impl Entry {
 /// mapping ([`Item::Deferred`]) rather than as its message, for a conversion to make on either
 /// of its threads; and, the conversion's other thread being idle until the first message, the
 /// first pass walks the lines on two threads ([`jsonl::each_line_surveyed`]).
-pub(crate) fn read<'o>(origin: &'o Origin, defer: bool, emit: Emit<'_, '_>) {
+/// Reads one pi file. With `wanted` (a foreign write's [`SessionWriter::option_keys`]), the
+/// members of each entry's `message` that neither the mapping nor the writer reads are left
+/// unbuilt ([`jsonl::Prune`]); an entry that maps to no message is read whole.
+///
+/// [`SessionWriter::option_keys`]: crate::face::SessionWriter::option_keys
+pub(crate) fn read<'o>(
+    origin: &'o Origin,
+    defer: bool,
+    wanted: Option<&'static [&'static str]>,
+    emit: Emit<'_, '_>,
+) {
+    let prune = wanted.map(|wanted| jsonl::Prune {
+        object: "message",
+        read: MESSAGE_READS,
+        wanted,
+    });
     // Both passes read a file of up to jsonl::HOLD_LIMIT bytes from one read into memory.
     let held = match jsonl::hold(origin) {
         Ok(h) => h,
@@ -380,9 +395,16 @@ pub(crate) fn read<'o>(origin: &'o Origin, defer: bool, emit: Emit<'_, '_>) {
                     bytes,
                     entries[next].clone(),
                     context.clone(),
+                    prune,
                 ))));
             } else {
-                take(next, parser.record(origin, line, bytes), emit);
+                let record = match &prune {
+                    Some(p) => entry_record(parser.record_pruned(origin, line, bytes, p), || {
+                        parser.record(origin, line, bytes)
+                    }),
+                    None => parser.record(origin, line, bytes),
+                };
+                take(next, record, emit);
             }
             next += 1;
             return;
@@ -444,10 +466,22 @@ struct Context {
 
 /// A main-line entry's message, deferred: the line (a copy) and the mapping the second pass
 /// applies to it, so the message, or the fault, is the same on whichever thread it is made.
-fn deferred(bytes: &[u8], entry: Entry, context: Arc<Context>) -> crate::face::Deferred {
+fn deferred(
+    bytes: &[u8],
+    entry: Entry,
+    context: Arc<Context>,
+    prune: Option<jsonl::Prune>,
+) -> crate::face::Deferred {
     let bytes = bytes.to_vec();
-    Box::new(
-        move |origin: &Origin| match jsonl::record_here(origin, entry.line, &bytes) {
+    Box::new(move |origin: &Origin| {
+        let record = match &prune {
+            Some(p) => entry_record(
+                jsonl::record_here_pruned(origin, entry.line, &bytes, p),
+                || jsonl::record_here(origin, entry.line, &bytes),
+            ),
+            None => jsonl::record_here(origin, entry.line, &bytes),
+        };
+        match record {
             Ok(record) => Ok(map_entry(
                 record,
                 &entry,
@@ -456,8 +490,46 @@ fn deferred(bytes: &[u8], entry: Entry, context: Arc<Context>) -> crate::face::D
                 &context.file,
             )),
             Err(_) => Err(changed(origin, entry.locator())),
-        },
-    )
+        }
+    })
+}
+
+/// The members of an entry's `message` its mapping reads ([`map_record`], [`mappable`],
+/// [`entry_time`]): a pruned read ([`read`]'s `wanted`) builds them whatever the writer wants.
+const MESSAGE_READS: &[&str] = &[
+    "role",
+    "content",
+    "toolCallId",
+    "toolName",
+    "isError",
+    "command",
+    "output",
+    "summary",
+    "timestamp",
+];
+
+/// An entry's record read pruned, or, when the entry maps to no message (its record is carried
+/// whole, placement rule 3), read again whole by `whole`.
+fn entry_record<'o>(
+    pruned: Result<Record<'o>, ParseError>,
+    whole: impl FnOnce() -> Result<Record<'o>, ParseError>,
+) -> Result<Record<'o>, ParseError> {
+    match pruned {
+        Ok(record) => {
+            let kind = record.str("type").map(|t| *t.get()).unwrap_or_default();
+            let role = record
+                .pointer("/message/role")
+                .and_then(|r| r.as_str())
+                .map(|r| *r.get())
+                .unwrap_or_default();
+            if mappable(&record, kind, role) {
+                Ok(record)
+            } else {
+                whole()
+            }
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The fault of an entry the second pass did not find as the first pass saw it.
@@ -532,36 +604,7 @@ fn map_record(mut rec: Record<'_>, id: &MessageId, session: &SessionId, ts: Time
         .and_then(|r| r.as_str())
         .map(|r| r.get().to_string())
         .unwrap_or_default();
-    let mappable = match kind.as_str() {
-        "message" => match role.as_str() {
-            "user" | "custom" | "hookMessage" => rec
-                .pointer("/message/content")
-                .is_some_and(|c| is_content(c.get())),
-            "assistant" => rec
-                .pointer("/message/content")
-                .is_some_and(|c| c.get().is_array()),
-            "toolResult" => {
-                rec.pointer("/message/toolCallId")
-                    .is_some_and(|c| c.get().is_string())
-                    && rec.pointer("/message/content").is_some()
-            }
-            "bashExecution" => {
-                rec.pointer("/message/command")
-                    .is_some_and(|c| c.get().is_string())
-                    && rec
-                        .pointer("/message/output")
-                        .is_some_and(|c| c.get().is_string())
-            }
-            "branchSummary" | "compactionSummary" => rec
-                .pointer("/message/summary")
-                .is_some_and(|c| c.get().is_string()),
-            _ => false,
-        },
-        "compaction" | "branch_summary" => rec.str("summary").is_some(),
-        "custom_message" => rec.get("content").is_some_and(|c| is_content(c.get())),
-        _ => false,
-    };
-    if !mappable {
+    if !mappable(&rec, &kind, &role) {
         // Placement rule 3: a record that maps to no message is carried whole.
         return carrier(rec, ts);
     }
@@ -681,6 +724,40 @@ fn map_record(mut rec: Record<'_>, id: &MessageId, session: &SessionId, ts: Time
         options_ns(message.options_mut(), "source").insert("content".into(), Value::from("string"));
     }
     message
+}
+
+/// Whether an entry maps to a message (else it is carried whole), from its `type` and its
+/// message's `role`: it reads only members of `message` named in [`MESSAGE_READS`].
+fn mappable(rec: &Record<'_>, kind: &str, role: &str) -> bool {
+    match kind {
+        "message" => match role {
+            "user" | "custom" | "hookMessage" => rec
+                .pointer("/message/content")
+                .is_some_and(|c| is_content(c.get())),
+            "assistant" => rec
+                .pointer("/message/content")
+                .is_some_and(|c| c.get().is_array()),
+            "toolResult" => {
+                rec.pointer("/message/toolCallId")
+                    .is_some_and(|c| c.get().is_string())
+                    && rec.pointer("/message/content").is_some()
+            }
+            "bashExecution" => {
+                rec.pointer("/message/command")
+                    .is_some_and(|c| c.get().is_string())
+                    && rec
+                        .pointer("/message/output")
+                        .is_some_and(|c| c.get().is_string())
+            }
+            "branchSummary" | "compactionSummary" => rec
+                .pointer("/message/summary")
+                .is_some_and(|c| c.get().is_string()),
+            _ => false,
+        },
+        "compaction" | "branch_summary" => rec.str("summary").is_some(),
+        "custom_message" => rec.get("content").is_some_and(|c| is_content(c.get())),
+        _ => false,
+    }
 }
 
 fn is_content(v: &Value) -> bool {

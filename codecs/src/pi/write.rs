@@ -76,6 +76,10 @@ fn object(v: Option<&Value>) -> Map<String, Value> {
 }
 
 impl SessionWriter for FileWriter {
+    fn option_keys(&self) -> Option<&'static [&'static str]> {
+        Some(super::foreign::OPTION_KEYS)
+    }
+
     fn carried(
         &mut self,
         carried: &CarriedLine<'_>,
