@@ -212,6 +212,20 @@ fn return_freed_memory_at_once() {
 /// (docs/benchmarks.md, "pi's first pass on two threads": a few percent on the pi pairs).
 fn keep_freed_memory() {
     set_purge_delay(-1);
+    no_huge_pages();
+}
+
+/// A conversion's heap is tens of MB, touched unevenly: mimalloc asks for transparent huge pages
+/// on its arena (`MADV_HUGEPAGE`), so the first touch of any byte in 2 MiB zeroes all of it.
+/// Without them, pi→claude's peak RSS fell from 70 to 53 MiB and its system time by half
+/// (docs/benchmarks.md). Set for the process (`PR_SET_THP_DISABLE`), which outranks the
+/// arena's advice; a kernel without the flag leaves things as they were.
+fn no_huge_pages() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: a plain system call that changes only this process's memory policy.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
 }
 
 /// mimalloc's `mi_option_purge_delay` (mimalloc.h v3, the version the `mimalloc` crate builds):
