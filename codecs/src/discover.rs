@@ -14,6 +14,22 @@ pub(crate) fn relative_of(root: &Path, path: &Path) -> String {
         .join("/")
 }
 
+/// Whether any of `keys` occurs in `map`, as a member's name or as a string anywhere within:
+/// whether a foreign writer looking for `keys` (`SessionWriter::option_keys`) could find
+/// anything in it. Strings are compared too, to be safe: it only ever keeps more.
+pub(crate) fn names_any(map: &Map<String, Value>, keys: &[&str]) -> bool {
+    fn within(value: &Value, keys: &[&str]) -> bool {
+        match value {
+            Value::String(s) => keys.contains(&s.as_str()),
+            Value::Array(items) => items.iter().any(|v| within(v, keys)),
+            Value::Object(map) => names_any(map, keys),
+            _ => false,
+        }
+    }
+    map.iter()
+        .any(|(k, v)| keys.contains(&k.as_str()) || within(v, keys))
+}
+
 /// The first non-empty string under one of `keys` in the object `o`, searched breadth-first to
 /// depth 4: how a foreign writer finds a model or provider id wherever a source harness kept
 /// it. Borrowed: a writer asks this of every assistant message's options, and a copy of them

@@ -57,9 +57,10 @@ pub trait ReadFace: Sync {
 
     /// [`read_items`](Self::read_items) for a foreign write whose writer looks for only the
     /// keys `wanted` in a message's options ([`SessionWriter::option_keys`]): a codec may leave
-    /// unbuilt the option values in which none of them occurs (`jsonl::Prune`), since the
-    /// writer would drop them unread. What the writer writes and every loss it reports are those
-    /// of `read_items`; the default is `read_items`.
+    /// out of a message's options (unbuilt, `jsonl::Prune`, or not put there) the values in
+    /// which none of them occurs, since the writer would drop them unread; options that would
+    /// not be empty stay not empty, and a part's options are whole. What the writer writes and
+    /// every loss it reports are those of `read_items`; the default is `read_items`.
     fn read_items_for(
         &self,
         source: &Origin,

@@ -8,6 +8,7 @@
 
 use super::keys;
 use super::provenance;
+use crate::discover::names_any;
 use pond_canonical::bounded::bounded_object;
 use pond_canonical::seam::member;
 use pond_canonical::{
@@ -42,12 +43,15 @@ pub(crate) fn mappable(p: &Map<String, Value>) -> bool {
     }
 }
 
-/// The message for a payload [`mappable`] accepted.
+/// The message for a payload [`mappable`] accepted. With `wanted` (a foreign write's
+/// `SessionWriter::option_keys`), the payload's leftovers go to options only when one of those
+/// keys occurs in them: the writer would drop them unread.
 pub(crate) fn map_item(
     session: &SessionId,
     id: MessageId,
     timestamp: Timestamp,
     mut payload: Extracted<Map<String, Value>>,
+    wanted: Option<&[&str]>,
 ) -> Message {
     let mut taken: Vec<&'static str> = Vec::new();
     let kind = payload
@@ -63,13 +67,17 @@ pub(crate) fn map_item(
         _ => tool_call(session, id, timestamp, &mut payload, &mut taken),
     };
     let options = message.options_mut();
-    // model-lossless-projection: every field not taken into a part stays in options.
-    put(
-        options,
-        "source",
-        keys::PAYLOAD,
-        Value::Object(bounded_object(payload)),
-    );
+    // model-lossless-projection: every field not taken into a part stays in options (but for
+    // a foreign write that would not read them; `pond.taken` keeps the options from being
+    // empty, as they never are).
+    if wanted.is_none_or(|keys| names_any(payload.get(), keys)) {
+        put(
+            options,
+            "source",
+            keys::PAYLOAD,
+            Value::Object(bounded_object(payload)),
+        );
+    }
     put(options, "pond", keys::TAKEN, Value::from(taken));
     message
 }

@@ -138,7 +138,13 @@ impl ReadFace for CodexReader {
     }
 
     fn read(&self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
-        read_rollout(source, false, false, &mut crate::face::events(source, emit));
+        read_rollout(
+            source,
+            false,
+            false,
+            None,
+            &mut crate::face::events(source, emit),
+        );
     }
 
     fn read_items(
@@ -147,7 +153,19 @@ impl ReadFace for CodexReader {
         defer: bool,
         emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
     ) {
-        read_rollout(source, true, defer, emit);
+        read_rollout(source, true, defer, None, emit);
+    }
+
+    /// [`read_items`](ReadFace::read_items), a message's payload and envelope leftovers kept in
+    /// its options only when one of the writer's keys occurs in them.
+    fn read_items_for(
+        &self,
+        source: &Origin,
+        defer: bool,
+        wanted: &'static [&'static str],
+        emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
+    ) {
+        read_rollout(source, true, defer, Some(wanted), emit);
     }
 }
 
@@ -158,6 +176,7 @@ fn read_rollout(
     source: &Origin,
     raw_carriers: bool,
     defer: bool,
+    wanted: Option<&'static [&'static str]>,
     emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
 ) {
     let input = match open(source) {
@@ -170,6 +189,7 @@ fn read_rollout(
         pending: Vec::new(),
         ids: HashSet::new(),
         records: 0,
+        wanted,
     };
     let mut parser = jsonl::LineParser::default();
     jsonl::read_lines(source, input, |line, bytes| {
@@ -195,7 +215,7 @@ fn read_rollout(
                 }
                 Survey::Deferred => {
                     rollout.records += 1;
-                    let made = deferred(line, bytes, session.clone(), anchor.clone());
+                    let made = deferred(line, bytes, session.clone(), anchor.clone(), wanted);
                     return emit(Ok(Item::Deferred(made)));
                 }
                 Survey::Read => {}
@@ -216,7 +236,7 @@ fn carrier_message(parts: &CarrierParts<'_>) -> Message {
     let record = jsonl::record_here_at(parts.source, parts.at.clone(), parts.line.as_bytes())
         .expect("the line was checked to be a JSON object");
     let id = MessageId::from(record.position());
-    place_record(parts.session, parts.anchor, id, record, &mut |_| {})
+    place_record(parts.session, parts.anchor, id, record, None, &mut |_| {})
         .expect("a carrier is always placed")
 }
 
@@ -267,6 +287,8 @@ struct Rollout<'o> {
     pending: Vec<Record<'o>>,
     ids: HashSet<String>,
     records: u64,
+    /// A foreign write's option keys ([`map_item`]'s `wanted`).
+    wanted: Option<&'static [&'static str]>,
 }
 
 impl<'o> Rollout<'o> {
@@ -340,7 +362,8 @@ impl<'o> Rollout<'o> {
         };
         let (session, anchor) = (session.clone(), anchor.clone());
         let id = self.message_id(&record);
-        if let Some(message) = place_record(&session, &anchor, id, record, &mut |e| emit(Err(e))) {
+        let fault = &mut |e| emit(Err(e));
+        if let Some(message) = place_record(&session, &anchor, id, record, self.wanted, fault) {
             emit(Ok(Event::Message(message)));
         }
     }
@@ -395,6 +418,7 @@ fn deferred(
     bytes: &[u8],
     session: SessionId,
     anchor: Timestamp,
+    wanted: Option<&'static [&'static str]>,
 ) -> crate::face::Deferred {
     let bytes = bytes.to_vec();
     Box::new(move |origin: &Origin| {
@@ -403,7 +427,7 @@ fn deferred(
         let id = MessageId::from(record.position());
         let at = record.locator().clone();
         // The survey found the timestamp usable: placing reports no fault.
-        place_record(&session, &anchor, id, record, &mut |_| {}).ok_or_else(|| {
+        place_record(&session, &anchor, id, record, wanted, &mut |_| {}).ok_or_else(|| {
             origin.error(
                 at,
                 ParseErrorKind::Unrecognized {
@@ -416,11 +440,14 @@ fn deferred(
 
 /// The message `record` of `session` becomes, with id `id`: a typed message or a carrier. A
 /// fault found on the way (an unusable timestamp) goes to `fault`; the message is still made.
+/// With `wanted` (a foreign write's option keys), the envelope's leftovers are kept only when
+/// one of them occurs there ([`map_item`]).
 fn place_record(
     session: &SessionId,
     anchor: &Timestamp,
     id: MessageId,
     mut record: Record<'_>,
+    wanted: Option<&[&str]>,
     fault: &mut dyn FnMut(ParseError),
 ) -> Option<Message> {
     let envelope = record.get("payload").is_some() && record.str("type").is_some();
@@ -467,16 +494,18 @@ fn place_record(
             record.take("timestamp");
         }
         let rest = record.into_rest();
-        let mut message = map_item(session, id, timestamp, payload);
-        put(
-            message.options_mut(),
-            "source",
-            keys::ENVELOPE,
-            Value::Object(bounded_object(rest)),
-        );
+        let mut message = map_item(session, id, timestamp, payload, wanted);
+        if wanted.is_none_or(|keys| discover::names_any(rest.get(), keys)) {
+            put(
+                message.options_mut(),
+                "source",
+                keys::ENVELOPE,
+                Value::Object(bounded_object(rest)),
+            );
+        }
         message
     } else {
-        map_item(session, id, timestamp, record.into_rest())
+        map_item(session, id, timestamp, record.into_rest(), wanted)
     };
     if fallback {
         put(
