@@ -11,7 +11,8 @@
 
 use pond_canonical::{Extracted, LineFields, Locator, Origin, ParseError, ParseErrorKind, Record};
 use serde_json::{Map, Number, Value};
-use simd_json::{Node, StaticNode};
+pub use simd_json::Node;
+use simd_json::StaticNode;
 use std::borrow::Cow;
 use std::io::{BufRead, Read};
 
@@ -391,6 +392,35 @@ pub fn record_here<'o>(
     bytes: &[u8],
 ) -> Result<Record<'o>, ParseError> {
     record_here_at(origin, Locator::Line(line), bytes)
+}
+
+/// `f` of the simd-json tape of `bytes`, read by the calling thread's own parser
+/// ([`record_here`]); `None` when the line is not for the fast path (then it is read as
+/// serde_json reads it, by whoever asked).
+pub fn on_tape_here<T>(bytes: &[u8], f: impl FnOnce(&[Node<'_>]) -> Option<T>) -> Option<T> {
+    HERE.with_borrow_mut(|p| p.with_tape(bytes, f))
+}
+
+/// The members of the object at `nodes[at]`, each as its name and the index of its value;
+/// `None` if there is no object there, or it names a member twice (a built `Map` keeps the
+/// first place and the last value, which a walk of the tape would not see).
+pub fn tape_members<'n>(nodes: &[Node<'n>], at: usize) -> Option<Vec<(&'n str, usize)>> {
+    let Node::Object { len, .. } = *nodes.get(at)? else {
+        return None;
+    };
+    let mut members: Vec<(&str, usize)> = Vec::with_capacity(len);
+    let mut i = at + 1;
+    for _ in 0..len {
+        let Node::String(key) = *nodes.get(i)? else {
+            return None;
+        };
+        if members.iter().any(|(k, _)| *k == key) {
+            return None;
+        }
+        members.push((key, i + 1));
+        i += 1 + span(nodes, i + 1)?;
+    }
+    Some(members)
 }
 
 /// [`LineParser::record_pruned`] with the calling thread's own parser ([`record_here`]).

@@ -30,7 +30,7 @@
 use super::naming::{encode_cwd, hex_id, is_uuid, resume_command, uuid_v5, uuid_v5_of};
 use crate::face::{At, CarriedLine, Losses, Target, WriteError, Written};
 use crate::hold::{MAX_HELD, harness_only};
-use crate::jsonl::{write_str, write_value};
+use crate::jsonl::{self, write_str, write_value};
 use pond_canonical::{
     AssistantPart, FileData, FilePart, Message, Provenance, Session, ToolPart, ToolResultPart,
     UserPart,
@@ -169,11 +169,19 @@ impl ForeignWriter {
         let may_name_a_model = ["\"model\"", "\"modelID\"", "\"modelId\""]
             .iter()
             .any(|key| line.contains(key));
-        let counted_only = self.streams[i].started
-            && target.losses.kinds.contains_key(SOURCE_RECORD)
-            && !may_name_a_model;
-        if !counted_only {
+        let counted = self.streams[i].started && target.losses.kinds.contains_key(SOURCE_RECORD);
+        if !counted {
             return self.message(&carried.message(), target);
+        }
+        if may_name_a_model {
+            // The model its message's options would name (`{"source": {"record": ...}}`, the
+            // record two levels down), found on the line's tape; else the message's way.
+            let found = jsonl::on_tape_here(line.as_bytes(), |nodes| tape_model(nodes, 0, 2));
+            match found {
+                Some(Some(model)) => self.streams[i].model = Some(model),
+                Some(None) => {}
+                None => return self.message(&carried.message(), target),
+            }
         }
         // The kind has its first place and text already: this only counts.
         target.losses.record(SOURCE_RECORD, "", "");
@@ -954,6 +962,45 @@ fn result_block(item: &Value) -> Option<Value> {
 /// `encrypted_content` with [`has_key`]; `SessionWriter::option_keys`).
 pub(crate) const OPTION_KEYS: &[&str] = &["modelID", "modelId", "model", "encrypted_content"];
 
+/// [`find_model`] of the object at `nodes[at]` of a tape, as it would find it in the object
+/// built from the tape: `Some(None)` when no model is named; `None` when the tape cannot tell
+/// (an object naming a member twice).
+fn tape_model(nodes: &[jsonl::Node<'_>], at: usize, depth: usize) -> Option<Option<String>> {
+    use jsonl::Node;
+    let members = jsonl::tape_members(nodes, at)?;
+    let mut named = [None; 3];
+    for &(key, value) in &members {
+        match key {
+            "modelID" => named[0] = Some(value),
+            "modelId" => named[1] = Some(value),
+            "model" => named[2] = Some(value),
+            _ => {}
+        }
+    }
+    for value in named.into_iter().flatten() {
+        match nodes.get(value)? {
+            Node::String(s) if !s.trim().is_empty() => return Some(Some((*s).to_owned())),
+            Node::Object { .. } => {
+                if let Some(model) = tape_model(nodes, value, 1)? {
+                    return Some(Some(model));
+                }
+            }
+            _ => {}
+        }
+    }
+    if depth == 0 {
+        return Some(None);
+    }
+    for &(_, value) in &members {
+        if matches!(nodes.get(value)?, Node::Object { .. })
+            && let Some(model) = tape_model(nodes, value, depth - 1)?
+        {
+            return Some(Some(model));
+        }
+    }
+    Some(None)
+}
+
 /// The model an options bag names (`model`, `modelID`, `modelId`, or a `model` object holding
 /// one), searched to `depth` levels.
 fn find_model(obj: &Map<String, Value>, depth: usize) -> Option<String> {
@@ -1009,4 +1056,41 @@ fn has_key(obj: &Map<String, Value>, key: &str, depth: usize) -> bool {
             .values()
             .filter_map(Value::as_object)
             .any(|v| has_key(v, key, depth - 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `tape_model` finds in a carried record's line, and what `find_model` finds in the
+    /// carrier's options built from it (`{"source": {"record": ...}}`, searched to depth 4).
+    fn both(line: &str) -> (Option<Option<String>>, Option<String>) {
+        let on_tape = jsonl::on_tape_here(line.as_bytes(), |nodes| tape_model(nodes, 0, 2));
+        let record: Value = serde_json::from_str(line).unwrap();
+        let options = json!({"source": {"record": record}});
+        (on_tape, find_model(options.as_object().unwrap(), 4))
+    }
+
+    #[test]
+    fn a_carried_line_names_the_model_its_message_would() {
+        for line in [
+            r#"{"type":"turn_context","payload":{"cwd":"/w","model":"gpt-5","effort":"high"}}"#,
+            r#"{"type":"x","model":"top","payload":{"model":"inner"}}"#,
+            r#"{"type":"x","payload":{"model":"  ","modelId":"by-id"}}"#,
+            r#"{"type":"x","payload":{"model":{"name":"n","modelID":"in-object"}}}"#,
+            r#"{"type":"x","payload":{"a":{"model":"too deep"}}}"#,
+            r#"{"type":"x","payload":{"a":{"model":{"model":"deep through a model object"}}}}"#,
+            r#"{"type":"x","first":{"b":1},"second":{"model":"second object"}}"#,
+            r#"{"type":"x","payload":{"model":7}}"#,
+        ] {
+            let (on_tape, built) = both(line);
+            assert_eq!(on_tape, Some(built), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_member_named_twice_leaves_the_line_to_its_message() {
+        let line = r#"{"type":"x","payload":{"model":"a","model":"b"}}"#;
+        assert_eq!(both(line), (None, Some("b".to_owned())));
+    }
 }
