@@ -17,6 +17,7 @@
 //! their index); a block's own leftovers go to its part's `options.pi`.
 
 use super::NAME;
+use crate::discover::names_any;
 use crate::face::Item;
 use crate::jsonl::{self, LineParser};
 use pond_canonical::bounded::bounded_object;
@@ -373,7 +374,7 @@ pub(crate) fn read<'o>(
             Err(_) => return emit(Err(changed(origin, entries[i].locator()))),
         };
         if main[i] {
-            let m = map_entry(record, &entries[i], &main_id, &created, &file);
+            let m = map_entry(record, &entries[i], &main_id, &created, &file, wanted);
             emit(Ok(Item::Event(Event::Message(m))));
         } else if uses[i] > 0 {
             held_records.insert(i, record);
@@ -450,7 +451,7 @@ pub(crate) fn read<'o>(
                 held_records.get(&i).cloned()
             };
             if let Some(record) = record {
-                let m = map_entry(record, &entries[i], &child_id, &created, &file);
+                let m = map_entry(record, &entries[i], &child_id, &created, &file, wanted);
                 emit(Ok(Item::Event(Event::Message(m))));
             }
         }
@@ -488,6 +489,7 @@ fn deferred(
                 &context.session,
                 &context.anchor,
                 &context.file,
+                prune.as_ref().map(|p| p.wanted),
             )),
             Err(_) => Err(changed(origin, entry.locator())),
         }
@@ -570,15 +572,19 @@ fn mark_source(message: &mut Message, file: &str, entry: &Entry) {
     }
 }
 
+/// An entry's message. With `wanted` (a foreign write's option keys), the entry's and its
+/// message's leftovers go to options only when one of those keys occurs in them; the source
+/// place ([`mark_source`]) keeps the options from being empty, as they never are.
 fn map_entry(
     record: Record<'_>,
     entry: &Entry,
     session: &SessionId,
     anchor: &Timestamp,
     file: &str,
+    wanted: Option<&[&str]>,
 ) -> Message {
     let timestamp = entry_time(&record, anchor);
-    let mut message = map_record(record, &entry.id, session, timestamp);
+    let mut message = map_record(record, &entry.id, session, timestamp, wanted);
     mark_source(&mut message, file, entry);
     message
 }
@@ -591,7 +597,13 @@ struct Kept {
     content_string: bool,
 }
 
-fn map_record(mut rec: Record<'_>, id: &MessageId, session: &SessionId, ts: Timestamp) -> Message {
+fn map_record(
+    mut rec: Record<'_>,
+    id: &MessageId,
+    session: &SessionId,
+    ts: Timestamp,
+    wanted: Option<&[&str]>,
+) -> Message {
     let kind = rec
         .str("type")
         .map(|t| t.get().to_string())
@@ -709,16 +721,21 @@ fn map_record(mut rec: Record<'_>, id: &MessageId, session: &SessionId, ts: Time
             m
         }
     };
-    let pi = options_ns(message.options_mut(), NAME);
-    pi.insert(
-        "entry".into(),
-        Value::Object(bounded_object(rec.into_rest())),
-    );
-    if let Some(msg) = kept.message {
-        pi.insert("message".into(), Value::Object(bounded_object(msg)));
-    }
-    if !kept.unmapped.is_empty() {
-        pi.insert("unmapped".into(), Value::Array(kept.unmapped));
+    let wants = |map: &Map<String, Value>| wanted.is_none_or(|keys| names_any(map, keys));
+    let rest = rec.into_rest();
+    let entry = wants(rest.get()).then_some(rest);
+    let msg = kept.message.filter(|msg| wants(msg.get()));
+    if entry.is_some() || msg.is_some() || !kept.unmapped.is_empty() {
+        let pi = options_ns(message.options_mut(), NAME);
+        if let Some(rest) = entry {
+            pi.insert("entry".into(), Value::Object(bounded_object(rest)));
+        }
+        if let Some(msg) = msg {
+            pi.insert("message".into(), Value::Object(bounded_object(msg)));
+        }
+        if !kept.unmapped.is_empty() {
+            pi.insert("unmapped".into(), Value::Array(kept.unmapped));
+        }
     }
     if kept.content_string {
         options_ns(message.options_mut(), "source").insert("content".into(), Value::from("string"));
