@@ -1075,9 +1075,6 @@ pub struct Prune {
     pub wanted: &'static [&'static str],
 }
 
-/// The most members of `Prune::object` pruning looks at; an object with more is built whole.
-const MAX_PRUNED_MEMBERS: usize = 32;
-
 /// The record at `nodes[0]` with [`Prune`]'s members left out; `None` to leave the fast path.
 fn tape_record_pruned(nodes: &[Node<'_>], prune: &Prune) -> Option<Value> {
     let Node::Object { len, .. } = *nodes.first()? else {
@@ -1113,46 +1110,22 @@ fn span(nodes: &[Node<'_>], at: usize) -> Option<usize> {
 /// first depends on where the first stood), is built whole.
 fn pruned_object(nodes: &[Node<'_>], at: &mut usize, prune: &Prune) -> Option<Value> {
     let start = *at;
-    let whole = |at: &mut usize| {
-        *at = start;
-        tape_value(nodes, at, 1)
+    let Some(members) = tape_members(nodes, start) else {
+        return tape_value(nodes, at, 1);
     };
-    let Node::Object { len, .. } = *nodes.get(start)? else {
-        return whole(at);
-    };
-    if len > MAX_PRUNED_MEMBERS {
-        return whole(at);
-    }
-    // The members' names, and whether each is built.
-    let mut names = [""; MAX_PRUNED_MEMBERS];
-    let mut keep = [true; MAX_PRUNED_MEMBERS];
-    let mut i = start + 1;
-    for m in 0..len {
-        let Node::String(key) = *nodes.get(i)? else {
-            return None;
-        };
-        if names[..m].contains(&key) {
-            return whole(at);
-        }
-        let value = nodes.get(i + 1..i + 1 + span(nodes, i + 1)?)?;
-        names[m] = key;
-        keep[m] = prune.read.contains(&key)
-            || prune.wanted.contains(&key)
-            || value
-                .iter()
-                .any(|n| matches!(n, Node::String(s) if prune.wanted.contains(s)));
-        i += 1 + value.len();
-    }
+    let wanted = |n: &Node<'_>| matches!(n, Node::String(s) if prune.wanted.contains(s));
     *at = start + 1;
-    let mut map = Map::with_capacity(keep[..len].iter().filter(|k| **k).count());
-    for m in 0..len {
-        *at += 1; // the name
-        if keep[m] {
-            let value = tape_value(nodes, at, 2)?;
-            map.insert(names[m].to_owned(), value);
-        } else {
-            *at += span(nodes, *at)?;
+    let mut map = Map::with_capacity(members.len());
+    for (key, value) in members {
+        let end = value + span(nodes, value)?;
+        if prune.read.contains(&key)
+            || prune.wanted.contains(&key)
+            || nodes.get(value..end)?.iter().any(wanted)
+        {
+            *at = value;
+            map.insert(key.to_owned(), tape_value(nodes, at, 2)?);
         }
+        *at = end;
     }
     Some(Value::Object(map))
 }
@@ -1697,9 +1670,12 @@ mod tests {
             pruned(line, &[]),
             r#"{"type":"message","id":"a","message":{"role":"assistant","content":[{"type":"text","text":"hi"}]}}"#
         );
-        // Members outside `message` are all built.
+        // Members outside `message` are all built; an empty `message` stays, and what follows
+        // it is read in its place.
         let other = r#"{"usage":{"input":1},"message":"text"}"#;
         assert_eq!(pruned(other, &[]), other);
+        let empty = r#"{"message":{},"after":[1,{"b":null}]}"#;
+        assert_eq!(pruned(empty, &[]), empty);
     }
 
     #[test]
