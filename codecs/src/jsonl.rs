@@ -428,7 +428,7 @@ pub fn record_here_pruned<'o>(
     origin: &'o Origin,
     line: u64,
     bytes: &[u8],
-    prune: &Prune,
+    prune: Option<&Prune>,
 ) -> Result<Record<'o>, ParseError> {
     HERE.with_borrow_mut(|p| p.record_pruned(origin, line, bytes, prune))
 }
@@ -468,15 +468,18 @@ impl LineParser {
     }
 
     /// [`record`](Self::record), with members of `prune.object` a conversion's writer never
-    /// reads left unbuilt ([`Prune`]). A line off the fast path is read whole, as `record`
-    /// reads it.
+    /// reads left unbuilt ([`Prune`]; `None`: `record`). A line off the fast path is read
+    /// whole, as `record` reads it.
     pub fn record_pruned<'o>(
         &mut self,
         origin: &'o Origin,
         line: u64,
         bytes: &[u8],
-        prune: &Prune,
+        prune: Option<&Prune>,
     ) -> Result<Record<'o>, ParseError> {
+        let Some(prune) = prune else {
+            return self.record(origin, line, bytes);
+        };
         match self.with_tape(bytes, |nodes| tape_record_pruned(nodes, prune)) {
             Some(value) => Record::from_value(origin, Locator::Line(line), value),
             None => Record::from_json_line(origin, line, bytes),
@@ -1650,7 +1653,7 @@ mod tests {
             wanted,
         };
         let record = LineParser::default()
-            .record_pruned(&origin, 1, line.as_bytes(), &prune)
+            .record_pruned(&origin, 1, line.as_bytes(), Some(&prune))
             .unwrap();
         serde_json::to_string(&record.into_rest().into_inner()).unwrap()
     }

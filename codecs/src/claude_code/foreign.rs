@@ -155,8 +155,9 @@ impl ForeignWriter {
     /// set the model in force. So once that loss has its first place and the session has begun,
     /// a line that cannot name a model (none of the keys `find_model` reads, `"model"`,
     /// `"modelID"`, `"modelId"`, in its text: a carried line has no escaped keys) is only
-    /// counted, and its message is never built; any other goes the message's way.
-    /// What is written and reported is the same either way.
+    /// counted, and its message is never built; one that may name a model is looked up on its
+    /// tape ([`tape_model`]) and counted, and goes the message's way only where the tape cannot
+    /// tell. What is written and reported is the same either way.
     pub fn carried(
         &mut self,
         carried: &CarriedLine<'_>,

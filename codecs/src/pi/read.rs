@@ -135,9 +135,11 @@ impl Entry {
 /// mapping ([`Item::Deferred`]) rather than as its message, for a conversion to make on either
 /// of its threads; and, the conversion's other thread being idle until the first message, the
 /// first pass walks the lines on two threads ([`jsonl::each_line_surveyed`]).
-/// Reads one pi file. With `wanted` (a foreign write's [`SessionWriter::option_keys`]), the
-/// members of each entry's `message` that neither the mapping nor the writer reads are left
-/// unbuilt ([`jsonl::Prune`]); an entry that maps to no message is read whole.
+///
+/// `wanted` (a foreign write's [`SessionWriter::option_keys`]): the members of each entry's
+/// `message` that neither the mapping nor the writer reads are left unbuilt
+/// ([`jsonl::Prune`]), and the leftovers none of the keys occurs in stay out of options; an
+/// entry that maps to no message is read whole.
 ///
 /// [`SessionWriter::option_keys`]: crate::face::SessionWriter::option_keys
 pub(crate) fn read<'o>(
@@ -399,12 +401,9 @@ pub(crate) fn read<'o>(
                     prune,
                 ))));
             } else {
-                let record = match &prune {
-                    Some(p) => entry_record(parser.record_pruned(origin, line, bytes, p), || {
-                        parser.record(origin, line, bytes)
-                    }),
-                    None => parser.record(origin, line, bytes),
-                };
+                let record = entry_record(prune.as_ref(), |p| {
+                    parser.record_pruned(origin, line, bytes, p)
+                });
                 take(next, record, emit);
             }
             next += 1;
@@ -475,13 +474,9 @@ fn deferred(
 ) -> crate::face::Deferred {
     let bytes = bytes.to_vec();
     Box::new(move |origin: &Origin| {
-        let record = match &prune {
-            Some(p) => entry_record(
-                jsonl::record_here_pruned(origin, entry.line, &bytes, p),
-                || jsonl::record_here(origin, entry.line, &bytes),
-            ),
-            None => jsonl::record_here(origin, entry.line, &bytes),
-        };
+        let record = entry_record(prune.as_ref(), |p| {
+            jsonl::record_here_pruned(origin, entry.line, &bytes, p)
+        });
         match record {
             Ok(record) => Ok(map_entry(
                 record,
@@ -510,27 +505,26 @@ const MESSAGE_READS: &[&str] = &[
     "timestamp",
 ];
 
-/// An entry's record read pruned, or, when the entry maps to no message (its record is carried
-/// whole, placement rule 3), read again whole by `whole`.
+/// An entry's record, read by `read` with `prune` (`None`: whole); read again whole when the
+/// entry maps to no message (its record is carried whole, placement rule 3).
 fn entry_record<'o>(
-    pruned: Result<Record<'o>, ParseError>,
-    whole: impl FnOnce() -> Result<Record<'o>, ParseError>,
+    prune: Option<&jsonl::Prune>,
+    mut read: impl FnMut(Option<&jsonl::Prune>) -> Result<Record<'o>, ParseError>,
 ) -> Result<Record<'o>, ParseError> {
-    match pruned {
-        Ok(record) => {
-            let kind = record.str("type").map(|t| *t.get()).unwrap_or_default();
-            let role = record
-                .pointer("/message/role")
-                .and_then(|r| r.as_str())
-                .map(|r| *r.get())
-                .unwrap_or_default();
-            if mappable(&record, kind, role) {
-                Ok(record)
-            } else {
-                whole()
-            }
-        }
-        Err(e) => Err(e),
+    let record = read(prune)?;
+    if prune.is_none() {
+        return Ok(record);
+    }
+    let kind = record.str("type").map(|t| *t.get()).unwrap_or_default();
+    let role = record
+        .pointer("/message/role")
+        .and_then(|r| r.as_str())
+        .map(|r| *r.get())
+        .unwrap_or_default();
+    if mappable(&record, kind, role) {
+        Ok(record)
+    } else {
+        read(None)
     }
 }
 
