@@ -3,7 +3,7 @@
 //!
 //! usage: search_bench STORE QUERIES.jsonl [--runs N] [--out RUN.jsonl] [--limit N]
 //!                     [--model NAME --models DIR] [--arms ARMS.jsonl]
-//!                     [--exact-vectors] [--nprobes N]
+//!                     [--exact-vectors] [--nprobes N] [--index-cache MIB]
 //!
 //! `--model` searches as a pond with `[embedding] model = NAME` does (hybrid where messages are
 //! embedded under it). `--arms` also runs each query explained and writes what each arm of a
@@ -12,6 +12,7 @@
 //! `--exact-vectors` makes the vector arm compare every vector even where the IVF_PQ exists
 //! (the reference `scripts/search-benchmarks/vector_recall.py` measures the index against);
 //! `--nprobes` overrides the partitions probed (default 20, as `[search] nprobes`).
+//! `--index-cache` sizes Lance's index cache as `pond serve --index-cache` does (the same default).
 //! `--runs 0` runs the untimed pass only.
 //!
 //! Each line of QUERIES is `{"qid"?: ..., "query" | "question": ..., "project"?: ..., "filter"?: bool}`;
@@ -80,6 +81,12 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    // The index cache `pond serve` keeps unless told otherwise (`--index-cache MIB`).
+    let cache_mib: usize = flag("--index-cache")
+        .map_or(pond_store::substrate::SERVE_INDEX_CACHE_BYTES >> 20, |v| {
+            v.parse().expect("--index-cache MIB")
+        });
+    pond_store::substrate::set_index_cache(cache_mib << 20);
     let mut pond = Pond::personal(&args[1]);
     if let Some(model) = flag("--model") {
         let dir = flag("--models").expect("--models DIR with --model");

@@ -2,7 +2,7 @@
 //! exactly as Lance's BM25 scores the whole query; filters are prefilters that still return
 //! `limit` results when better-scoring rows lie outside them; words of every script and code
 //! identifiers are found; results are the same before and after `update-indexes`; sub-agent
-//! hits group under the session that spawned them.
+//! hits group under the session that spawned them, and under a parent synced after them.
 
 use lance::dataset::Dataset;
 use lance_index::scalar::FullTextSearchQuery;
@@ -491,6 +491,71 @@ async fn sub_agent_hits_are_grouped_under_their_root_session() {
     let scores: Vec<f32> = o.groups[0].hits.iter().map(|h| h.score).collect();
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
     assert!(o.groups[0].score >= o.groups[1].score);
+}
+
+/// A search remembers the sessions it read by id, at the version of `sessions` it read them
+/// from (and the ids it found no session for): a parent synced after its sub-agent was found
+/// is its root from the next search on, and nothing an earlier search read is shown stale.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_synced_after_its_sub_agent_was_found_becomes_its_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = Corpus::new(&dir.path().join("src"));
+    let root = "22222222-2222-4222-8222-222222222222";
+    // The sub-agent's file only: its parent is named but not stored.
+    corpus.session(
+        "/p",
+        "a1",
+        Some(root),
+        "2026-01-01T00:01:00Z",
+        &["look for the kestrel", "the kestrel hovers"],
+    );
+    // Claude Code names a sub-agent's session after its parent's.
+    let sub = format!("{root}/agent-a1");
+    let store = SessionStore::open(dir.path().join("store").to_str().unwrap());
+    corpus.sync(&store).await;
+    let roots = |o: &SearchOutcome| -> Vec<String> {
+        o.groups.iter().map(|g| g.session.id.to_string()).collect()
+    };
+    for _ in 0..2 {
+        // The second search finds what the first read in the memo: the same answer.
+        let o = store.search(&query("kestrel", 10)).await.unwrap();
+        assert_eq!(
+            roots(&o),
+            [sub.clone()],
+            "no stored parent: the sub-agent is its own root"
+        );
+    }
+    assert!(
+        store
+            .sessions_by_id(&[root.to_owned()])
+            .await
+            .unwrap()
+            .is_empty(),
+        "the parent is not stored yet"
+    );
+    corpus.session(
+        "/p",
+        root,
+        None,
+        "2026-01-01T00:00:00Z",
+        &["find the kestrel", "searching"],
+    );
+    corpus.sync(&store).await;
+    let o = store.search(&query("kestrel", 10)).await.unwrap();
+    assert_eq!(roots(&o), [root], "the parent, stored now, is the root");
+    let found = store
+        .sessions_by_id(&[root.to_owned(), sub.clone()])
+        .await
+        .unwrap();
+    assert_eq!(found.keys().collect::<Vec<_>>(), [root, sub.as_str()]);
+    assert_eq!(
+        found[&sub]
+            .parent_session_id
+            .as_ref()
+            .map(ToString::to_string)
+            .as_deref(),
+        Some(root)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,6 +20,53 @@ pub struct SessionStore {
     /// Messages embedded under a model, at a version of `messages`: whether a search is hybrid
     /// (spec 8) is asked on every search, and answered by a count only when the table changed.
     embedded: std::sync::Mutex<Option<(String, u64, u64)>>,
+    /// Sessions read by id ([`Self::sessions_by_id`]): every search reads the sessions of its
+    /// candidates to group them by root.
+    sessions: std::sync::Mutex<SessionMemo>,
+}
+
+/// The sessions read by id at one version of `sessions`, and the ids found in none. A version's
+/// rows never change, so what was read at the version a read names is what another read at
+/// it would find; a read at another version starts the memo over. It holds at most
+/// [`SessionMemo::ROWS`] ids, then starts over.
+#[derive(Debug, Default)]
+pub(crate) struct SessionMemo {
+    version: Option<u64>,
+    by_id: std::collections::HashMap<String, Option<Session>>,
+}
+
+impl SessionMemo {
+    /// Ids held at most (a session row is a few hundred bytes to a few KiB).
+    const ROWS: usize = 100_000;
+
+    /// What a read of `id` at `version` found: `Some(None)` when it found no such session,
+    /// `None` when no read at `version` asked for it.
+    pub(crate) fn get(&self, version: u64, id: &str) -> Option<Option<&Session>> {
+        if self.version != Some(version) {
+            return None;
+        }
+        self.by_id.get(id).map(Option::as_ref)
+    }
+
+    /// Remembers what a read at `version` found for `asked`: the sessions in `found`, and no
+    /// session for the other ids.
+    pub(crate) fn remember<'a>(
+        &mut self,
+        version: u64,
+        asked: impl IntoIterator<Item = &'a String>,
+        found: &BTreeMap<String, Session>,
+    ) {
+        if self.version != Some(version) {
+            self.by_id.clear();
+            self.version = Some(version);
+        }
+        for id in asked {
+            if self.by_id.len() >= Self::ROWS {
+                self.by_id.clear();
+            }
+            self.by_id.insert(id.clone(), found.get(id).cloned());
+        }
+    }
 }
 
 /// How the vector arm searches and when its index is trained (`[search]` in config.toml).
@@ -136,6 +183,7 @@ impl SessionStore {
             substrate,
             vector: VectorSettings::default(),
             embedded: std::sync::Mutex::new(None),
+            sessions: std::sync::Mutex::new(SessionMemo::default()),
         }
     }
 
@@ -200,6 +248,11 @@ impl SessionStore {
     /// The substrate underneath (status, maintenance).
     pub fn substrate(&self) -> &Substrate {
         &self.substrate
+    }
+
+    /// The sessions remembered by [`Self::sessions_by_id`].
+    pub(crate) fn session_memo(&self) -> std::sync::MutexGuard<'_, SessionMemo> {
+        self.sessions.lock().expect("not poisoned")
     }
 
     /// Writes buffered rows to the three tables, each through the substrate's merge-insert
@@ -581,5 +634,42 @@ impl SessionStore {
             out.push((seq, message));
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(id: &str) -> Session {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "source_agent": "claude-code", "created_at": "2026-01-01T00:00:00Z",
+            "project": "/p", "options": {}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_session_memo_answers_for_its_version_only_and_starts_over_when_full() {
+        let mut memo = SessionMemo::default();
+        let asked = ["s1".to_owned(), "gone".to_owned()];
+        let found = BTreeMap::from([("s1".to_owned(), session("s1"))]);
+        memo.remember(7, &asked, &found);
+        assert_eq!(memo.get(7, "s1").unwrap().unwrap().id.to_string(), "s1");
+        assert_eq!(memo.get(7, "gone"), Some(None), "found in no row at 7");
+        assert_eq!(memo.get(7, "never asked"), None);
+        assert_eq!(memo.get(8, "s1"), None, "another version is read again");
+        // A read at another version starts over.
+        memo.remember(8, &["s2".to_owned()], &BTreeMap::new());
+        assert_eq!(memo.get(8, "s1"), None);
+        assert_eq!(memo.get(8, "s2"), Some(None));
+        // Full, it starts over before remembering more.
+        let many: Vec<String> = (0..SessionMemo::ROWS).map(|i| format!("x{i}")).collect();
+        memo.remember(9, &many, &BTreeMap::new());
+        assert_eq!(memo.by_id.len(), SessionMemo::ROWS);
+        memo.remember(9, &["last".to_owned()], &BTreeMap::new());
+        assert_eq!(memo.by_id.len(), 1);
+        assert_eq!(memo.get(9, "last"), Some(None));
+        assert_eq!(memo.get(9, "x0"), None);
     }
 }

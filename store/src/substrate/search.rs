@@ -149,8 +149,13 @@ impl ReadView {
         self.scan(|scanner| request.configure(scanner)).await
     }
 
+    /// The version of the table this view reads.
+    pub fn version(&self) -> u64 {
+        self.dataset.version().version
+    }
+
     /// A scan of this version configured by `configure`, and its batches.
-    pub(super) async fn scan(
+    pub async fn scan(
         &self,
         configure: impl Fn(&mut Scanner) -> lance::Result<()>,
     ) -> Result<Vec<RecordBatch>, StoreError> {
