@@ -28,7 +28,8 @@ pub struct SessionStore {
 /// The sessions read by id at one version of `sessions`, and the ids found in none. A version's
 /// rows never change, so what was read at the version a read names is what another read at
 /// it would find; a read at another version starts the memo over. It holds at most
-/// [`SessionMemo::ROWS`] ids, then starts over.
+/// [`SessionMemo::ROWS`] ids, then starts over. One per store handle, so one per namespace a
+/// server has opened (`Pond::namespace` keeps each handle for the server's life).
 #[derive(Debug, Default)]
 pub(crate) struct SessionMemo {
     version: Option<u64>,
