@@ -342,21 +342,44 @@ async fn filters_apply_before_ranking_and_still_fill_the_limit() {
     assert_eq!(o.trace.filter.as_deref(), Some("project = '/quiet'"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn results_are_the_same_before_and_after_update_indexes() {
-    let dir = tempfile::tempdir().unwrap();
+/// The latest version of `messages`, held for reading.
+async fn messages_view(store: &SessionStore) -> pond_store::substrate::ReadView {
+    use pond_store::sessions::schema::MESSAGES;
+    store
+        .substrate()
+        .read_view(&MESSAGES)
+        .await
+        .unwrap()
+        .expect("messages has rows")
+}
+
+/// A store in `dir` synced from one project of the shared Claude Code fixtures, and the
+/// fixtures' directory (the other projects, for a later sync).
+async fn one_claude_project(dir: &Path) -> (SessionStore, PathBuf) {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/claude-code");
     assert!(
         fixtures.is_dir(),
         "shared fixtures missing: {}",
         fixtures.display()
     );
-    let store = SessionStore::open(dir.path().join("store").to_str().unwrap());
+    let store = SessionStore::open(dir.join("store").to_str().unwrap());
     let codec = pond_codecs::registry::find("claude-code").unwrap();
-    let first = fixtures.join("marot-spotter");
-    pond_store::sync::import(&store, codec, &[first], &mut |_, _| {})
-        .await
-        .unwrap();
+    pond_store::sync::import(
+        &store,
+        codec,
+        &[fixtures.join("marot-spotter")],
+        &mut |_, _| {},
+    )
+    .await
+    .unwrap();
+    (store, fixtures)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_are_the_same_before_and_after_update_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, fixtures) = one_claude_project(dir.path()).await;
+    let codec = pond_codecs::registry::find("claude-code").unwrap();
     // Before the index, every column of a candidate is read in one scan; after it, the
     // details of the hits kept are read by row id: what a hit shows must be the same.
     async fn run(
@@ -385,6 +408,110 @@ async fn results_are_the_same_before_and_after_update_indexes() {
     let partly = run(&store).await;
     store.update_indexes().await.unwrap();
     assert_eq!(run(&store).await, partly, "folding changed the results");
+}
+
+/// The recall step's answer from the inverted index's own search is the query plan's answer:
+/// the same rows with the same scores, on a store whose index covers every row; and the index
+/// alone is not asked where it would not answer alike (a filter, rows written since the fold).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_index_alone_answers_the_recall_as_the_query_plan_does() {
+    use pond_store::sessions::schema::SEARCH_TEXT_INDEX;
+    use pond_store::substrate::FullTextRequest;
+    let dir = tempfile::tempdir().unwrap();
+    let (store, fixtures) = one_claude_project(dir.path()).await;
+    let codec = pond_codecs::registry::find("claude-code").unwrap();
+    store.update_indexes().await.unwrap();
+    let request = |terms: &[&str], filter: Option<&str>| FullTextRequest {
+        column: SEARCH_TEXT_INDEX.column,
+        index: SEARCH_TEXT_INDEX.name,
+        terms: terms.iter().map(|t| t.to_string()).collect(),
+        filter: filter.map(str::to_owned),
+        // More than any of these terms' rows: no tie at the edge of the pool decides a row.
+        limit: 100_000,
+        projection: vec![("_score".to_owned(), "_score".to_owned())],
+    };
+    fn rows(batches: &[arrow_array::RecordBatch]) -> BTreeMap<u64, f32> {
+        use arrow_array::cast::AsArray;
+        use arrow_array::types::{Float32Type, UInt64Type};
+        let mut out = BTreeMap::new();
+        for b in batches {
+            let ids = b["_rowid"].as_primitive::<UInt64Type>();
+            let scores = b["_score"].as_primitive::<Float32Type>();
+            out.extend(
+                ids.values()
+                    .iter()
+                    .copied()
+                    .zip(scores.values().iter().copied()),
+            );
+        }
+        out
+    }
+    let view = messages_view(&store).await;
+    let cases: [&[&str]; 5] = [
+        &["tes"],
+        &["Fil", "ile", "le "],
+        &["fun", "unc", "nct", "REA", "ADM"],
+        &["err", "han", "dli"],
+        &["zqx"],
+    ];
+    let mut matched = 0;
+    for terms in cases {
+        let req = request(terms, None);
+        let alone = view
+            .index_search(&req)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{terms:?}: the index did not answer alone"));
+        let planned = rows(&view.planned_full_text_search(&req).await.unwrap());
+        let alone = rows(&[alone]);
+        assert_eq!(
+            alone.keys().collect::<Vec<_>>(),
+            planned.keys().collect::<Vec<_>>(),
+            "{terms:?}: other rows"
+        );
+        for (row, score) in &alone {
+            let theirs = planned[row];
+            assert!(
+                (score - theirs).abs() <= 1e-4 * theirs.abs().max(1.0),
+                "{terms:?}, row {row}: alone {score}, planned {theirs}"
+            );
+        }
+        matched += alone.len();
+    }
+    assert!(matched > 0, "no term matched any row");
+    // A filter is the plan's to push down.
+    let filtered = request(&["tes"], Some("role = 'user'"));
+    assert!(view.index_search(&filtered).await.unwrap().is_none());
+    // Rows written since the fold are the plan's to search flat: the index is not asked alone,
+    // and the new rows are found.
+    let before = rows(
+        &view
+            .full_text_search(&request(&["tes"], None))
+            .await
+            .unwrap(),
+    );
+    pond_store::sync::import(&store, codec, &[fixtures.clone()], &mut |_, _| {})
+        .await
+        .unwrap();
+    let view = messages_view(&store).await;
+    assert!(
+        view.index_search(&request(&["tes"], None))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let after = rows(
+        &view
+            .full_text_search(&request(&["tes"], None))
+            .await
+            .unwrap(),
+    );
+    assert!(
+        after.len() > before.len(),
+        "{} rows, then {}",
+        before.len(),
+        after.len()
+    );
 }
 
 /// Reads go through a handle of their own (io_uring where the kernel allows it, docs/decisions.md

@@ -474,6 +474,7 @@ impl SessionStore {
             // columns of fewer rows": every column of every row is a read of its own).
             let request = FullTextRequest {
                 column: SEARCH_TEXT_INDEX.column,
+                index: SEARCH_TEXT_INDEX.name,
                 terms: recall.iter().map(|r| r.window.text.clone()).collect(),
                 filter: filter.clone(),
                 limit: pool,

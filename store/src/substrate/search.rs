@@ -79,8 +79,9 @@ pub struct TermStats {
 /// scores it), among the rows `filter` admits, best `limit` first.
 #[derive(Debug, Clone)]
 pub struct FullTextRequest {
-    /// The indexed column.
+    /// The indexed column, and the name of its inverted index.
     pub column: &'static str,
+    pub index: &'static str,
     /// The query's terms; each is analysed by the index's tokenizer and should be exactly one
     /// term of the index (a consumer picks them; see [`TextAnalyzer`]).
     pub terms: Vec<String>,
@@ -137,8 +138,10 @@ impl ReadView {
     /// lance-chokepoints-read: runs a BM25 query (see [`FullTextRequest`]) and returns its rows,
     /// best first, each with Lance's `_score` and `_rowid`. Rows written since the index was
     /// last folded are searched too, by a flat scan (lance-index-maintenance). A query with no
-    /// terms matches nothing. With an empty projection no column is read: the rows are the
-    /// index's answer alone (row ids and scores), for [`ReadView::take_rows`] to read.
+    /// terms matches nothing. With a projection of `_score` alone no column is read: the rows
+    /// are the index's answer alone (row ids and scores), for [`ReadView::take_rows`] to read,
+    /// and where the index covers every row and no filter is given, that answer comes from the
+    /// index's own search ([`ReadView::index_search`]) rather than a query plan.
     pub async fn full_text_search(
         &self,
         request: &FullTextRequest,
@@ -146,7 +149,132 @@ impl ReadView {
         if request.terms.is_empty() || request.limit == 0 {
             return Ok(Vec::new());
         }
+        if let Some(batch) = self.index_search(request).await? {
+            return Ok(vec![batch]);
+        }
+        self.planned_full_text_search(request).await
+    }
+
+    /// [`ReadView::full_text_search`] as a scan with Lance's full-text query plan: a Boolean
+    /// SHOULD of one single-term match per term, the filter as a prefilter, a flat search of
+    /// the rows the index does not cover. Every request can be answered this way.
+    pub async fn planned_full_text_search(
+        &self,
+        request: &FullTextRequest,
+    ) -> Result<Vec<RecordBatch>, StoreError> {
+        if request.terms.is_empty() || request.limit == 0 {
+            return Ok(Vec::new());
+        }
         self.scan(|scanner| request.configure(scanner)).await
+    }
+
+    /// The same answer from the inverted index's own BM25 search (`InvertedIndex::bm25_search`:
+    /// one WAND over the terms' postings, an OR of them, each scored as BM25 scores it, which is
+    /// what the planned Boolean of single-term matches sums), with no query plan around it: at
+    /// 1M messages a fifth of the recall's CPU (docs/benchmarks.md, "Search CPU at 1M: the
+    /// recall without a query plan"). `None`, for the planned search to answer, unless the
+    /// request is one this answers exactly alike: no filter, only `_score` projected, the index
+    /// one segment that covers every fragment of this version (no row is left to a flat
+    /// search), and every term analysed by the index's tokenizer to exactly one term of the
+    /// index, no two alike. Deleted rows are left out by the same prefilter the plan builds
+    /// (`DatasetPreFilter`: the deletion files of the segment's fragments, and the fragments it
+    /// covers that this version no longer has).
+    pub async fn index_search(
+        &self,
+        request: &FullTextRequest,
+    ) -> Result<Option<RecordBatch>, StoreError> {
+        use lance::index::prefilter::DatasetPreFilter;
+        use lance_index::prefilter::PreFilter;
+        use lance_index::scalar::inverted::query::{FtsSearchParams, Operator, Tokens};
+        use lance_index::scalar::inverted::tokenizer::document_tokenizer::DocType;
+        if request.filter.is_some()
+            || request.projection.len() != 1
+            || request.projection[0].1 != "_score"
+            || request.terms.is_empty()
+            || request.limit == 0
+        {
+            return Ok(None);
+        }
+        let ds = &self.dataset;
+        let mut segments = self
+            .retry
+            .run(self.table, || ds.load_indices())
+            .await?
+            .iter()
+            .filter(|m| m.name == request.index)
+            .cloned()
+            .collect::<Vec<_>>();
+        let (Some(segment), true) = (segments.pop(), segments.is_empty()) else {
+            return Ok(None);
+        };
+        let Some(covered) = &segment.fragment_bitmap else {
+            return Ok(None);
+        };
+        if !ds
+            .get_fragments()
+            .iter()
+            .all(|f| covered.contains(f.id() as u32))
+        {
+            return Ok(None);
+        }
+        let opened = self
+            .retry
+            .run(self.table, || {
+                ds.open_scalar_index(request.column, &segment.uuid, &NoOpMetricsCollector)
+            })
+            .await?;
+        let Some(inverted) = opened.as_any().downcast_ref::<InvertedIndex>() else {
+            return Ok(None);
+        };
+        let mut analyzer = TextAnalyzer {
+            tokenizer: inverted.tokenizer(),
+        };
+        let mut terms: Vec<String> = Vec::with_capacity(request.terms.len());
+        for text in &request.terms {
+            match &analyzer.query_terms(text)[..] {
+                [term] if !terms.contains(term) => terms.push(term.clone()),
+                _ => return Ok(None),
+            }
+        }
+        let mut prefilter = DatasetPreFilter::new(ds.clone(), std::slice::from_ref(&segment), None);
+        if !inverted.deleted_fragments().is_empty() {
+            prefilter.set_deleted_fragments(inverted.deleted_fragments().clone());
+        }
+        let prefilter = Arc::new(prefilter);
+        let tokens = Arc::new(Tokens::new(terms, DocType::Text));
+        let params = Arc::new(FtsSearchParams::new().with_limit(Some(request.limit)));
+        let (rows, scores) = self
+            .retry
+            .run(self.table, || async {
+                prefilter.wait_for_ready().await?;
+                inverted
+                    .bm25_search(
+                        tokens.clone(),
+                        params.clone(),
+                        Operator::Or,
+                        prefilter.clone(),
+                        Arc::new(NoOpMetricsCollector),
+                        None,
+                    )
+                    .await
+            })
+            .await?;
+        let schema = Arc::new(arrow_schema::Schema::new(vec![
+            arrow_schema::Field::new("_score", arrow_schema::DataType::Float32, false),
+            arrow_schema::Field::new("_rowid", arrow_schema::DataType::UInt64, false),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(arrow_array::Float32Array::from(scores)),
+                Arc::new(arrow_array::UInt64Array::from(rows)),
+            ],
+        )
+        .map_err(|e| StoreError::Invalid {
+            table: self.table,
+            detail: e.to_string(),
+        })?;
+        Ok(Some(batch))
     }
 
     /// The version of the table this view reads.
