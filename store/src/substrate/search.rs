@@ -171,8 +171,8 @@ impl ReadView {
     /// The same answer from the inverted index's own BM25 search (`InvertedIndex::bm25_search`:
     /// one WAND over the terms' postings, an OR of them, each scored as BM25 scores it, which is
     /// what the planned Boolean of single-term matches sums), with no query plan around it: at
-    /// 1M messages a fifth of the recall's CPU (docs/benchmarks.md, "Search CPU at 1M: the
-    /// recall without a query plan"). `None`, for the planned search to answer, unless the
+    /// 1M messages an unfiltered recall takes a fifth of the CPU the plan took (docs/benchmarks.md,
+    /// "Search CPU at 1M: the recall without a query plan"). `None`, for the planned search to answer, unless the
     /// request is one this answers exactly alike: no filter, only `_score` projected, the index
     /// one segment that covers every fragment of this version (no row is left to a flat
     /// search), and every term analysed by the index's tokenizer to exactly one term of the
