@@ -146,9 +146,6 @@ impl ReadView {
         &self,
         request: &FullTextRequest,
     ) -> Result<Vec<RecordBatch>, StoreError> {
-        if request.terms.is_empty() || request.limit == 0 {
-            return Ok(Vec::new());
-        }
         if let Some(batch) = self.index_search(request).await? {
             return Ok(vec![batch]);
         }
@@ -171,12 +168,12 @@ impl ReadView {
     /// The same answer from the inverted index's own BM25 search (`InvertedIndex::bm25_search`:
     /// one WAND over the terms' postings, an OR of them, each scored as BM25 scores it, which is
     /// what the planned Boolean of single-term matches sums), with no query plan around it: at
-    /// 1M messages an unfiltered recall takes a fifth of the CPU the plan took (docs/benchmarks.md,
-    /// "Search CPU at 1M: the recall without a query plan"). `None`, for the planned search to answer, unless the
-    /// request is one this answers exactly alike: no filter, only `_score` projected, the index
-    /// one segment that covers every fragment of this version (no row is left to a flat
-    /// search), and every term analysed by the index's tokenizer to exactly one term of the
-    /// index, no two alike. Deleted rows are left out by the same prefilter the plan builds
+    /// 1M messages an unfiltered recall takes a fifth of the CPU the plan took
+    /// (docs/benchmarks.md, "Search CPU at 1M: the recall without a query plan"). `None`, for
+    /// the planned search to answer, unless the request is one this answers exactly alike: no
+    /// filter, only `_score` projected, the index one segment that covers every fragment of
+    /// this version (no row is left to a flat search), and every term analysed by the index's
+    /// tokenizer to exactly one term of the index, no two alike. Deleted rows are left out by the same prefilter the plan builds
     /// (`DatasetPreFilter`: the deletion files of the segment's fragments, and the fragments it
     /// covers that this version no longer has).
     pub async fn index_search(
@@ -196,14 +193,7 @@ impl ReadView {
             return Ok(None);
         }
         let ds = &self.dataset;
-        let mut segments = self
-            .retry
-            .run(self.table, || ds.load_indices())
-            .await?
-            .iter()
-            .filter(|m| m.name == request.index)
-            .cloned()
-            .collect::<Vec<_>>();
+        let mut segments = index_segments(&self.retry, self.table, ds, request.index).await?;
         let (Some(segment), true) = (segments.pop(), segments.is_empty()) else {
             return Ok(None);
         };
@@ -217,12 +207,7 @@ impl ReadView {
         {
             return Ok(None);
         }
-        let opened = self
-            .retry
-            .run(self.table, || {
-                ds.open_scalar_index(request.column, &segment.uuid, &NoOpMetricsCollector)
-            })
-            .await?;
+        let opened = open_segment(&self.retry, self.table, ds, request.column, &segment).await?;
         let Some(inverted) = opened.as_any().downcast_ref::<InvertedIndex>() else {
             return Ok(None);
         };
@@ -366,26 +351,14 @@ impl Substrate {
             table: spec.name,
             detail,
         };
-        let segments: Vec<_> = self
-            .retry
-            .run(spec.name, || ds.load_indices())
-            .await?
-            .iter()
-            .filter(|m| m.name == index.name)
-            .cloned()
-            .collect();
+        let segments = index_segments(&self.retry, spec.name, &ds, index.name).await?;
         stats.index_built = !segments.is_empty();
         let mut covered = HashSet::new();
         for segment in &segments {
             if let Some(fragments) = &segment.fragment_bitmap {
                 covered.extend(fragments.iter());
             }
-            let opened = self
-                .retry
-                .run(spec.name, || {
-                    ds.open_scalar_index(index.column, &segment.uuid, &NoOpMetricsCollector)
-                })
-                .await?;
+            let opened = open_segment(&self.retry, spec.name, &ds, index.column, segment).await?;
             let inverted = opened
                 .as_any()
                 .downcast_ref::<InvertedIndex>()
@@ -472,6 +445,38 @@ impl Substrate {
         }
         Ok(stats)
     }
+}
+
+/// The segments of the index `name` of `ds` (each build or fold Lance kept apart is one).
+async fn index_segments(
+    retry: &RetryPolicy,
+    table: &str,
+    ds: &Dataset,
+    name: &str,
+) -> Result<Vec<lance::table::format::IndexMetadata>, StoreError> {
+    Ok(retry
+        .run(table, || ds.load_indices())
+        .await?
+        .iter()
+        .filter(|m| m.name == name)
+        .cloned()
+        .collect())
+}
+
+/// One segment of the scalar index on `column`, opened through the session's index cache
+/// (the caller downcasts it to the kind it expects).
+async fn open_segment(
+    retry: &RetryPolicy,
+    table: &str,
+    ds: &Dataset,
+    column: &str,
+    segment: &lance::table::format::IndexMetadata,
+) -> Result<Arc<dyn lance_index::scalar::ScalarIndex>, StoreError> {
+    retry
+        .run(table, || {
+            ds.open_scalar_index(column, &segment.uuid, &NoOpMetricsCollector)
+        })
+        .await
 }
 
 /// A string column's value, `None` for null or for a column that holds no strings. Lance hands
