@@ -395,6 +395,7 @@ pub fn oracle_rows(
         if crate::oracle::Oracle::has_offline(target) && offline_done.insert(from.name) {
             modes.push(("offline", true));
         }
+        let mut keep = false;
         for (mode, offline) in modes {
             let out = dir.join(format!("artifacts-{mode}"));
             let mut row = OracleRow {
@@ -448,7 +449,12 @@ pub fn oracle_rows(
                     row.problems.join("; ")
                 }
             );
+            keep |= !row.problems.is_empty();
             rows.push(row);
+        }
+        if !keep {
+            // A failure's artifacts stay to be read; a pass leaves nothing in /tmp.
+            let _ = std::fs::remove_dir_all(&dir);
         }
     }
     if min_user_turns > 0 {
