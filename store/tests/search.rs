@@ -411,8 +411,10 @@ async fn results_are_the_same_before_and_after_update_indexes() {
 }
 
 /// The recall step's answer from the inverted index's own search is the query plan's answer:
-/// the same rows with the same scores, on a store whose index covers every row; and the index
-/// alone is not asked where it would not answer alike (a filter, rows written since the fold).
+/// the same rows with the same scores, on a store whose index covers every row, with no filter
+/// and with each filter a search builds (the scalar indexes' mask as its prefilter); and the
+/// index alone is not asked where it would not answer alike (a filter no scalar index answers
+/// exactly, rows written since the fold).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_index_alone_answers_the_recall_as_the_query_plan_does() {
     use pond_store::sessions::schema::SEARCH_TEXT_INDEX;
@@ -447,6 +449,38 @@ async fn the_index_alone_answers_the_recall_as_the_query_plan_does() {
         out
     }
     let view = messages_view(&store).await;
+    // One stored row's project and session, for the filters a search builds over them.
+    let first = view
+        .scan(|s| {
+            s.project(&["project", "session_id"])?;
+            s.limit(Some(1), None)?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let text = |column: &str| {
+        use arrow_array::cast::AsArray;
+        let value = first[0][column].as_string::<i32>().value(0).to_owned();
+        value.replace('\'', "''")
+    };
+    let (project, session) = (text("project"), text("session_id"));
+    let prefix: String = project.chars().take(project.len() / 2).collect();
+    // The filters as `filter_predicate` writes them (search-prefilter-pushdown): each clause on
+    // a column with a scalar index that answers it exactly.
+    let instant = "arrow_cast(1704067200000000, 'Timestamp(Microsecond, Some(\"UTC\"))')";
+    let filters: Vec<Option<String>> = vec![
+        None,
+        Some("role = 'user'".to_owned()),
+        Some(format!("project = '{project}'")),
+        Some(format!("starts_with(project, '{prefix}')")),
+        Some("source_agent = 'claude-code'".to_owned()),
+        Some(format!("session_id IN ('{session}', 'no-such-session')")),
+        Some(format!("timestamp >= {instant}")),
+        Some(format!(
+            "project = '{project}' AND role = 'assistant' AND timestamp >= {instant}"
+        )),
+        Some("project = '/no/such/project'".to_owned()),
+    ];
     let cases: [&[&str]; 5] = [
         &["tes"],
         &["Fil", "ile", "le "],
@@ -454,34 +488,53 @@ async fn the_index_alone_answers_the_recall_as_the_query_plan_does() {
         &["err", "han", "dli"],
         &["zqx"],
     ];
-    let mut matched = 0;
-    for terms in cases {
-        let req = request(terms, None);
-        let alone = view
-            .index_search(&req)
-            .await
-            .unwrap()
-            .unwrap_or_else(|| panic!("{terms:?}: the index did not answer alone"));
-        let planned = rows(&view.planned_full_text_search(&req).await.unwrap());
-        let alone = rows(&[alone]);
-        assert_eq!(
-            alone.keys().collect::<Vec<_>>(),
-            planned.keys().collect::<Vec<_>>(),
-            "{terms:?}: other rows"
-        );
-        for (row, score) in &alone {
-            let theirs = planned[row];
-            assert!(
-                (score - theirs).abs() <= 1e-4 * theirs.abs().max(1.0),
-                "{terms:?}, row {row}: alone {score}, planned {theirs}"
+    for filter in &filters {
+        let mut matched = 0;
+        for terms in cases {
+            let req = request(terms, filter.as_deref());
+            let alone =
+                view.index_search(&req).await.unwrap().unwrap_or_else(|| {
+                    panic!("{terms:?}, {filter:?}: the index did not answer alone")
+                });
+            let planned = rows(&view.planned_full_text_search(&req).await.unwrap());
+            let alone = rows(&[alone]);
+            assert_eq!(
+                alone.keys().collect::<Vec<_>>(),
+                planned.keys().collect::<Vec<_>>(),
+                "{terms:?}, {filter:?}: other rows"
             );
+            for (row, score) in &alone {
+                let theirs = planned[row];
+                assert!(
+                    (score - theirs).abs() <= 1e-4 * theirs.abs().max(1.0),
+                    "{terms:?}, {filter:?}, row {row}: alone {score}, planned {theirs}"
+                );
+            }
+            matched += alone.len();
         }
-        matched += alone.len();
+        let none_expected = filter.as_deref().is_some_and(|f| f.contains("no/such"));
+        assert_eq!(
+            matched == 0,
+            none_expected,
+            "{filter:?}: {matched} rows matched"
+        );
     }
-    assert!(matched > 0, "no term matched any row");
-    // A filter is the plan's to push down.
-    let filtered = request(&["tes"], Some("role = 'user'"));
-    assert!(view.index_search(&filtered).await.unwrap().is_none());
+    // A filter no scalar index answers exactly (a column without one, a computed value) is the
+    // plan's to refine over the rows it reads.
+    for filter in [
+        "id = 'x'",
+        "character_length(search_text) > 5",
+        "role = 'user' OR id = 'x'",
+    ] {
+        let req = request(&["tes"], Some(filter));
+        assert!(
+            view.index_search(&req).await.unwrap().is_none(),
+            "{filter}: answered without the plan"
+        );
+        assert!(
+            !rows(&view.full_text_search(&req).await.unwrap()).is_empty() || filter == "id = 'x'"
+        );
+    }
     // Rows written since the fold are the plan's to search flat: the index is not asked alone,
     // and the new rows are found.
     let before = rows(

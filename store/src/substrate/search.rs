@@ -8,7 +8,9 @@ use super::{IndexKind, IndexSpec, RetryPolicy, StoreError, Substrate, TableSpec}
 use arrow_array::{Array, RecordBatch};
 use lance::Dataset;
 use lance::dataset::ProjectionRequest;
+use lance::dataset::scanner::RowAddrMask;
 use lance::dataset::scanner::Scanner;
+use lance::index::prefilter::FilterLoader;
 use lance::index::{DatasetIndexExt, DatasetIndexInternalExt};
 use lance_index::metrics::NoOpMetricsCollector;
 use lance_index::scalar::FullTextSearchQuery;
@@ -124,6 +126,22 @@ impl FullTextRequest {
     }
 }
 
+/// A prefilter's row mask already in hand (what [`ReadView::exact_filter_mask`] evaluated), for
+/// Lance's `DatasetPreFilter` to combine with the deletions.
+struct ReadyMask(RowAddrMask);
+
+impl FilterLoader for ReadyMask {
+    // The trait is `#[async_trait]`; this is the signature that macro gives `load`.
+    fn load<'a>(
+        self: Box<Self>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = lance::Result<RowAddrMask>> + Send + 'a>>
+    where
+        Self: 'a,
+    {
+        Box::pin(async move { Ok(self.0) })
+    }
+}
+
 /// One version of a table, held so that reads agree: a search's row ids, then the columns of
 /// those rows, read from the same version (lance-chokepoints-read; obtained by
 /// [`Substrate::read_view`]). It lives beside the full-text half of the read path, its first
@@ -140,8 +158,9 @@ impl ReadView {
     /// last folded are searched too, by a flat scan (lance-index-maintenance). A query with no
     /// terms matches nothing. With a projection of `_score` alone no column is read: the rows
     /// are the index's answer alone (row ids and scores), for [`ReadView::take_rows`] to read,
-    /// and where the index covers every row and no filter is given, that answer comes from the
-    /// index's own search ([`ReadView::index_search`]) rather than a query plan.
+    /// and where the index covers every row and the filter (if any) is one the scalar indexes
+    /// answer exactly, that answer comes from the index's own search ([`ReadView::index_search`])
+    /// rather than a query plan.
     pub async fn full_text_search(
         &self,
         request: &FullTextRequest,
@@ -170,12 +189,14 @@ impl ReadView {
     /// what the planned Boolean of single-term matches sums), with no query plan around it: at
     /// 1M messages an unfiltered recall takes a fifth of the CPU the plan took
     /// (docs/benchmarks.md, "Search CPU at 1M: the recall without a query plan"). `None`, for
-    /// the planned search to answer, unless the request is one this answers exactly alike: no
-    /// filter, only `_score` projected, the index one segment that covers every fragment of
-    /// this version (no row is left to a flat search), and every term analysed by the index's
-    /// tokenizer to exactly one term of the index, no two alike. Deleted rows are left out by the same prefilter the plan builds
-    /// (`DatasetPreFilter`: the deletion files of the segment's fragments, and the fragments it
-    /// covers that this version no longer has).
+    /// the planned search to answer, unless the request is one this answers exactly alike: only
+    /// `_score` projected, the index one segment that covers every fragment of this version (no
+    /// row is left to a flat search), no fragment patched by an overlay, every term analysed by
+    /// the index's tokenizer to exactly one term of the index, no two alike, and no filter or
+    /// one the scalar indexes answer exactly ([`ReadView::exact_filter_mask`]). The rows left
+    /// out are those the plan's prefilter leaves out (`DatasetPreFilter`: the filter's mask, the
+    /// deletion files of the segment's fragments, and the fragments it covers that this
+    /// version no longer has).
     pub async fn index_search(
         &self,
         request: &FullTextRequest,
@@ -184,8 +205,7 @@ impl ReadView {
         use lance_index::prefilter::PreFilter;
         use lance_index::scalar::inverted::query::{FtsSearchParams, Operator, Tokens};
         use lance_index::scalar::inverted::tokenizer::document_tokenizer::DocType;
-        if request.filter.is_some()
-            || request.projection.len() != 1
+        if request.projection.len() != 1
             || request.projection[0].1 != "_score"
             || request.terms.is_empty()
             || request.limit == 0
@@ -193,6 +213,17 @@ impl ReadView {
             return Ok(None);
         }
         let ds = &self.dataset;
+        // An overlay patches rows an index may hold stale values of; the plan rechecks them.
+        if ds.fragments().iter().any(|f| !f.overlays.is_empty()) {
+            return Ok(None);
+        }
+        let filter = match &request.filter {
+            None => None,
+            Some(sql) => match self.exact_filter_mask(sql).await? {
+                Some(mask) => Some(Box::new(ReadyMask(mask)) as Box<dyn FilterLoader>),
+                None => return Ok(None),
+            },
+        };
         let mut segments = index_segments(&self.retry, self.table, ds, request.index).await?;
         let (Some(segment), true) = (segments.pop(), segments.is_empty()) else {
             return Ok(None);
@@ -221,7 +252,8 @@ impl ReadView {
                 _ => return Ok(None),
             }
         }
-        let mut prefilter = DatasetPreFilter::new(ds.clone(), std::slice::from_ref(&segment), None);
+        let mut prefilter =
+            DatasetPreFilter::new(ds.clone(), std::slice::from_ref(&segment), filter);
         if !inverted.deleted_fragments().is_empty() {
             prefilter.set_deleted_fragments(inverted.deleted_fragments().clone());
         }
@@ -260,6 +292,43 @@ impl ReadView {
             detail: e.to_string(),
         })?;
         Ok(Some(batch))
+    }
+
+    /// search-prefilter-pushdown, without a query plan: the rows `sql` admits, as the table's
+    /// scalar indexes alone answer it (the row-id mask Lance's plan hands its full-text search
+    /// as a prefilter). `None` unless the indexes answer it exactly: every clause has an index
+    /// that needs no recheck, nothing is left to a filter over the rows read, and each of
+    /// those indexes covers every fragment of this version (and every fragment records its row count,
+    /// which Lance needs to use a scalar index at all).
+    async fn exact_filter_mask(&self, sql: &str) -> Result<Option<RowAddrMask>, StoreError> {
+        use lance::io::exec::Planner;
+        use lance::io::exec::scalar_index::ScalarIndexExec;
+        use lance_index::scalar::expression::PlannerIndexExt;
+        let ds = &self.dataset;
+        if ds.fragments().iter().any(|f| f.physical_rows.is_none()) {
+            return Ok(None);
+        }
+        self.retry
+            .run(self.table, || async {
+                let schema = Arc::new(arrow_schema::Schema::from(ds.schema()));
+                let planner = Planner::new(schema);
+                let expr = planner.optimize_expr(planner.parse_filter(sql)?)?;
+                let plan =
+                    planner.create_filter_plan(expr, &ds.scalar_index_info().await?, true)?;
+                let (true, Some(query)) = (plan.is_exact_index_search(), plan.index_query) else {
+                    return Ok(None);
+                };
+                let query = query.optimize();
+                let covered = ScalarIndexExec::fragments_covered_by_index_query(&query, ds).await?;
+                if !ds.fragments().iter().all(|f| covered.contains(f.id as u32)) {
+                    return Ok(None);
+                }
+                let result = query.evaluate(ds.as_ref(), &NoOpMetricsCollector).await?;
+                // The rows that may match: with an exact answer, the rows that do (as the
+                // plan's prefilter reads it).
+                Ok(result.is_exact().then_some(result.upper))
+            })
+            .await
     }
 
     /// The version of the table this view reads.
