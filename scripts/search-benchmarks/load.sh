@@ -5,13 +5,15 @@
 # wrk's requests/s and latency distribution, the non-2xx count, and the server's peak RSS.
 #
 # usage: scripts/search-benchmarks/load.sh WORKDIR [CONNECTIONS] [SECONDS]
-# POND_BIN=PATH runs that pond binary instead of building one.
+# POND_BIN=PATH runs that pond binary instead of building one; POND_CONCURRENCY=N serves with
+# `--concurrency N` (default: as many as the connections).
 # WORKDIR is latency.sh's (it needs WORKDIR/store and WORKDIR/queries.jsonl).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:?usage: load.sh WORKDIR [CONNECTIONS] [SECONDS]}
 conns=${2:-64}
 secs=${3:-60}
+concurrency=${POND_CONCURRENCY:-$conns}
 command -v wrk >/dev/null || { echo "load.sh: wrk is needed (apt-get install wrk)" >&2; exit 2; }
 [ -d "$work/store" ] && [ -f "$work/queries.jsonl" ] || { echo "load.sh: run latency.sh $work first" >&2; exit 2; }
 if [ -n "${POND_BIN:-}" ]; then
@@ -67,7 +69,7 @@ end
 PY
 
 log="$work/serve.log"
-"$bin" serve --data "$work/store" --bind 127.0.0.1:0 --concurrency "$conns" 2> "$log" &
+"$bin" serve --data "$work/store" --bind 127.0.0.1:0 --concurrency "$concurrency" 2> "$log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 for _ in $(seq 600); do grep -q "listening on" "$log" && break; sleep 0.1; done
@@ -75,7 +77,7 @@ addr=$(sed -n 's/.*listening on \(http:\/\/[^ ]*\).*/\1/p' "$log" | head -1)
 [ -n "$addr" ] || { cat "$log" >&2; exit 1; }
 echo "== pond serve at $addr (pid $pid); a warm-up pass of every query"
 wrk -t 1 -c 4 -d 10s -s "$lua" "$addr" > /dev/null
-echo "== wrk: $conns connections, ${secs}s"
+echo "== wrk: $conns connections, ${secs}s, server concurrency $concurrency"
 wrk -t 2 -c "$conns" -d "${secs}s" --timeout 10s --latency -s "$lua" "$addr"
 echo "== server peak RSS: $(grep VmHWM /proc/$pid/status | awk '{print $2/1024 " MiB"}')"
 # The server's CPU since it started (warm-up included): user and system seconds.

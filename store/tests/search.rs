@@ -567,6 +567,76 @@ async fn the_index_alone_answers_the_recall_as_the_query_plan_does() {
     );
 }
 
+/// A search hit's parts are read by row id where the session index answers alone, and by a scan
+/// where it does not (before the index is built, after a sync adds rows it does not cover): the
+/// same parts either way, in ordinal order, for exactly the messages asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hits_parts_are_the_same_read_by_row_id_as_by_a_scan() {
+    use pond_store::sessions::schema::PARTS;
+    let dir = tempfile::tempdir().unwrap();
+    let (store, fixtures) = one_claude_project(dir.path()).await;
+    let codec = pond_codecs::registry::find("claude-code").unwrap();
+    let keys = messages_view(&store)
+        .await
+        .scan(|s| {
+            s.project(&["session_id", "id"])?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let mut asked: Vec<(String, String)> = Vec::new();
+    for b in &keys {
+        use arrow_array::cast::AsArray;
+        let (s, m) = (
+            b["session_id"].as_string::<i32>(),
+            b["id"].as_string::<i32>(),
+        );
+        // Every seventh message: some sessions' parts are read, most of theirs left out.
+        for i in (0..b.num_rows()).step_by(7) {
+            asked.push((s.value(i).to_owned(), m.value(i).to_owned()));
+        }
+    }
+    asked.push((asked[0].0.clone(), "no-such-message".to_owned()));
+    assert!(asked.len() > 10, "{} messages asked for", asked.len());
+    let sessions: Vec<String> = {
+        let mut s: Vec<String> = asked.iter().map(|(s, _)| format!("'{s}'")).collect();
+        s.sort();
+        s.dedup();
+        s
+    };
+    let session_filter = format!("session_id IN ({})", sessions.join(", "));
+    // The rows of the sessions' parts as the session index alone names them, if it does.
+    let index_rows = || async {
+        let view = store.substrate().read_view(&PARTS).await.unwrap();
+        let view = view.expect("parts written");
+        view.index_rows(&session_filter).await.unwrap()
+    };
+    assert!(
+        index_rows().await.is_none(),
+        "no session index yet: the scan reads"
+    );
+    let scanned = store.parts_of(&asked).await.unwrap();
+    store.update_indexes().await.unwrap();
+    let rows = index_rows().await.expect("the session index answers alone");
+    let by_row_id = store.parts_of(&asked).await.unwrap();
+    assert_eq!(by_row_id, scanned);
+    let read: usize = by_row_id.values().map(Vec::len).sum();
+    assert!(
+        read > 0 && read < rows.len(),
+        "{read} parts of {} read",
+        rows.len()
+    );
+    assert!(!by_row_id.contains_key(asked.last().unwrap()));
+    pond_store::sync::import(&store, codec, &[fixtures], &mut |_, _| {})
+        .await
+        .unwrap();
+    assert!(
+        index_rows().await.is_none(),
+        "rows the index does not cover: the scan reads"
+    );
+    assert_eq!(store.parts_of(&asked).await.unwrap(), scanned);
+}
+
 /// Reads go through a handle of their own (io_uring where the kernel allows it, docs/decisions.md
 /// "Local reads through io_uring") and still see each write the moment it commits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -331,6 +331,47 @@ impl ReadView {
             .await
     }
 
+    /// The row ids of the live rows `sql` admits, ascending, as the table's scalar indexes alone
+    /// answer it, with no query plan: `None` where they do not answer it exactly (see
+    /// [`ReadView::exact_filter_mask`]), for a consumer to scan instead. Deleted rows are left out
+    /// by the mask Lance's own prefilters use (`DatasetPreFilter::create_deletion_mask`).
+    pub async fn index_rows(&self, sql: &str) -> Result<Option<Vec<u64>>, StoreError> {
+        use lance::index::prefilter::DatasetPreFilter;
+        if self
+            .dataset
+            .fragments()
+            .iter()
+            .any(|f| !f.overlays.is_empty())
+        {
+            return Ok(None);
+        }
+        let Some(mut mask) = self.exact_filter_mask(sql).await? else {
+            return Ok(None);
+        };
+        let fragments: roaring::RoaringBitmap = self
+            .dataset
+            .fragments()
+            .iter()
+            .map(|f| f.id as u32)
+            .collect();
+        let deleted = self
+            .retry
+            .run(self.table, || async {
+                match DatasetPreFilter::create_deletion_mask(
+                    self.dataset.clone(),
+                    fragments.clone(),
+                ) {
+                    Some(deleted) => deleted.await.map(Some),
+                    None => Ok(None),
+                }
+            })
+            .await?;
+        if let Some(deleted) = deleted {
+            mask = mask & deleted.as_ref().clone();
+        }
+        Ok(mask.iter_addrs().map(|rows| rows.map(u64::from).collect()))
+    }
+
     /// The version of the table this view reads.
     pub fn version(&self) -> u64 {
         self.dataset.version().version
