@@ -568,8 +568,9 @@ async fn the_index_alone_answers_the_recall_as_the_query_plan_does() {
 }
 
 /// A search hit's parts are read by row id where the session index answers alone, and by a scan
-/// where it does not (before the index is built, after a sync adds rows it does not cover): the
-/// same parts either way, in ordinal order, for exactly the messages asked for.
+/// where it does not (before the index is built, after a sync adds rows it does not cover, after
+/// a fragment it covers is gone): the same parts either way, in ordinal order, for exactly the
+/// messages asked for, and none that was deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hits_parts_are_the_same_read_by_row_id_as_by_a_scan() {
     use pond_store::sessions::schema::PARTS;
@@ -635,6 +636,31 @@ async fn a_hits_parts_are_the_same_read_by_row_id_as_by_a_scan() {
         "rows the index does not cover: the scan reads"
     );
     assert_eq!(store.parts_of(&asked).await.unwrap(), scanned);
+    // Deleted rows: those of a fragment that keeps others are left out of the index's answer
+    // (the deletion mask); a fragment gone whole sends the read back to the scan.
+    store.update_indexes().await.unwrap();
+    assert!(index_rows().await.is_some());
+    let gone = asked[0].0.clone();
+    let parts_table = dir.path().join("store/parts.lance");
+    let mut ds = Dataset::open(parts_table.to_str().unwrap()).await.unwrap();
+    ds.delete(&format!("session_id = '{gone}'")).await.unwrap();
+    assert!(
+        index_rows().await.is_some(),
+        "rows deleted from a fragment: the index still answers, less them"
+    );
+    let kept: std::collections::HashMap<_, _> = scanned
+        .iter()
+        .filter(|(k, _)| k.0 != gone)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    assert!(kept.len() < scanned.len() && !kept.is_empty());
+    assert_eq!(store.parts_of(&asked).await.unwrap(), kept);
+    ds.delete("true").await.unwrap();
+    assert!(
+        index_rows().await.is_none(),
+        "fragments the index covers are gone: the scan reads"
+    );
+    assert!(store.parts_of(&asked).await.unwrap().is_empty());
 }
 
 /// Reads go through a handle of their own (io_uring where the kernel allows it, docs/decisions.md

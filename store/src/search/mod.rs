@@ -861,6 +861,13 @@ impl SessionStore {
                 .ok_or_else(|| invalid(format!("{name} is missing or not a string column")))
         };
         let (sessions, ids) = (key("session_id")?, key("message_id")?);
+        if keys.num_rows() != rows.len() {
+            return Err(invalid(format!(
+                "{} rows named by the session index, {} read",
+                rows.len(),
+                keys.num_rows()
+            )));
+        }
         let wanted: std::collections::HashSet<(&str, &str)> = messages
             .iter()
             .map(|(s, m)| (s.as_str(), m.as_str()))

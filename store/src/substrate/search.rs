@@ -126,6 +126,26 @@ impl FullTextRequest {
     }
 }
 
+/// The single-index searches of a scalar-index expression (its leaves).
+fn index_leaves(
+    expr: &lance_index::scalar::expression::ScalarIndexExpr,
+) -> Vec<&lance_index::scalar::expression::ScalarIndexExpr> {
+    use lance_index::scalar::expression::ScalarIndexExpr;
+    let mut leaves = Vec::new();
+    let mut stack = vec![expr];
+    while let Some(e) = stack.pop() {
+        match e {
+            ScalarIndexExpr::Not(inner) => stack.push(inner),
+            ScalarIndexExpr::And(l, r) | ScalarIndexExpr::Or(l, r) => {
+                stack.push(l);
+                stack.push(r);
+            }
+            ScalarIndexExpr::Query(_) => leaves.push(e),
+        }
+    }
+    leaves
+}
+
 /// A prefilter's row mask already in hand (what [`ReadView::exact_filter_mask`] evaluated), for
 /// Lance's `DatasetPreFilter` to combine with the deletions.
 struct ReadyMask(RowAddrMask);
@@ -297,9 +317,9 @@ impl ReadView {
     /// search-prefilter-pushdown, without a query plan: the rows `sql` admits, as the table's
     /// scalar indexes alone answer it (the row-id mask Lance's plan hands its full-text search
     /// as a prefilter). `None` unless the indexes answer it exactly: every clause has an index
-    /// that needs no recheck, nothing is left to a filter over the rows read, and each of
-    /// those indexes covers every fragment of this version (and every fragment records its row count,
-    /// which Lance needs to use a scalar index at all).
+    /// that needs no recheck, nothing is left to a filter over the rows read, each of those
+    /// indexes covers every fragment of this version and no fragment it does not have, and
+    /// every fragment records its row count (Lance needs it to use a scalar index at all).
     async fn exact_filter_mask(&self, sql: &str) -> Result<Option<RowAddrMask>, StoreError> {
         use lance::io::exec::Planner;
         use lance::io::exec::scalar_index::ScalarIndexExec;
@@ -322,6 +342,18 @@ impl ReadView {
                 let covered = ScalarIndexExec::fragments_covered_by_index_query(&query, ds).await?;
                 if !ds.fragments().iter().all(|f| covered.contains(f.id as u32)) {
                     return Ok(None);
+                }
+                // An index still holds the rows of a fragment this version no longer has (all
+                // its rows deleted since the build); no deletion file names them, so a mask
+                // with them is not taken (the plan leaves them out by the same check).
+                let live: roaring::RoaringBitmap =
+                    ds.fragments().iter().map(|f| f.id as u32).collect();
+                for leaf in index_leaves(&query) {
+                    let indexed =
+                        ScalarIndexExec::fragments_covered_by_index_query(leaf, ds).await?;
+                    if !indexed.is_subset(&live) {
+                        return Ok(None);
+                    }
                 }
                 let result = query.evaluate(ds.as_ref(), &NoOpMetricsCollector).await?;
                 // The rows that may match: with an exact answer, the rows that do (as the
