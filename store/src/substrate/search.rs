@@ -233,8 +233,7 @@ impl ReadView {
             return Ok(None);
         }
         let ds = &self.dataset;
-        // An overlay patches rows an index may hold stale values of; the plan rechecks them.
-        if ds.fragments().iter().any(|f| !f.overlays.is_empty()) {
+        if self.overlaid() {
             return Ok(None);
         }
         let filter = match &request.filter {
@@ -369,12 +368,7 @@ impl ReadView {
     /// by the mask Lance's own prefilters use (`DatasetPreFilter::create_deletion_mask`).
     pub async fn index_rows(&self, sql: &str) -> Result<Option<Vec<u64>>, StoreError> {
         use lance::index::prefilter::DatasetPreFilter;
-        if self
-            .dataset
-            .fragments()
-            .iter()
-            .any(|f| !f.overlays.is_empty())
-        {
+        if self.overlaid() {
             return Ok(None);
         }
         let Some(mut mask) = self.exact_filter_mask(sql).await? else {
@@ -402,6 +396,16 @@ impl ReadView {
             mask = mask & deleted.as_ref().clone();
         }
         Ok(mask.iter_addrs().map(|rows| rows.map(u64::from).collect()))
+    }
+
+    /// Whether a fragment of this version is patched by an overlay: an index may hold stale
+    /// values of the rows it patches, which only the plan rechecks, so neither read without a
+    /// plan answers then.
+    fn overlaid(&self) -> bool {
+        self.dataset
+            .fragments()
+            .iter()
+            .any(|f| !f.overlays.is_empty())
     }
 
     /// The version of the table this view reads.
