@@ -606,12 +606,24 @@ async fn a_hits_parts_are_the_same_read_by_row_id_as_by_a_scan() {
         s
     };
     let session_filter = format!("session_id IN ({})", sessions.join(", "));
-    // The rows of the sessions' parts as the session index alone names them, if it does.
-    let index_rows = || async {
-        let view = store.substrate().read_view(&PARTS).await.unwrap();
-        let view = view.expect("parts written");
-        view.index_rows(&session_filter).await.unwrap()
+    let message_filter = {
+        let mut m: Vec<String> = asked.iter().map(|(_, m)| format!("'{m}'")).collect();
+        m.sort();
+        m.dedup();
+        format!("message_id IN ({})", m.join(", "))
     };
+    // The rows of the sessions' parts (of the messages' parts) as the session index (the
+    // message index) alone names them, if it does.
+    let rows_of = |filter: String| {
+        let store = &store;
+        async move {
+            let view = store.substrate().read_view(&PARTS).await.unwrap();
+            let view = view.expect("parts written");
+            view.index_rows(&filter).await.unwrap()
+        }
+    };
+    let index_rows = || rows_of(session_filter.clone());
+    let message_rows = || rows_of(message_filter.clone());
     assert!(
         index_rows().await.is_none(),
         "no session index yet: the scan reads"
@@ -619,15 +631,29 @@ async fn a_hits_parts_are_the_same_read_by_row_id_as_by_a_scan() {
     let scanned = store.parts_of(&asked).await.unwrap();
     store.update_indexes().await.unwrap();
     let rows = index_rows().await.expect("the session index answers alone");
+    let named = message_rows()
+        .await
+        .expect("the message index answers alone");
     let by_row_id = store.parts_of(&asked).await.unwrap();
     assert_eq!(by_row_id, scanned);
     let read: usize = by_row_id.values().map(Vec::len).sum();
     assert!(
-        read > 0 && read < rows.len(),
-        "{read} parts of {} read",
+        read > 0 && read == named.len() && named.len() < rows.len(),
+        "{read} parts read; the message index named {}, the session index {}",
+        named.len(),
         rows.len()
     );
     assert!(!by_row_id.contains_key(asked.last().unwrap()));
+    // A store indexed before the message index existed: the session index names the rows.
+    let parts_table = dir.path().join("store/parts.lance");
+    {
+        use lance::index::DatasetIndexExt;
+        let mut ds = Dataset::open(parts_table.to_str().unwrap()).await.unwrap();
+        ds.drop_index("parts_message_id").await.unwrap();
+    }
+    assert!(message_rows().await.is_none(), "no message index");
+    assert!(index_rows().await.is_some());
+    assert_eq!(store.parts_of(&asked).await.unwrap(), scanned);
     pond_store::sync::import(&store, codec, &[fixtures], &mut |_, _| {})
         .await
         .unwrap();
@@ -640,8 +666,11 @@ async fn a_hits_parts_are_the_same_read_by_row_id_as_by_a_scan() {
     // (the deletion mask); a fragment gone whole sends the read back to the scan.
     store.update_indexes().await.unwrap();
     assert!(index_rows().await.is_some());
+    assert!(
+        message_rows().await.is_some(),
+        "the message index built again"
+    );
     let gone = asked[0].0.clone();
-    let parts_table = dir.path().join("store/parts.lance");
     let mut ds = Dataset::open(parts_table.to_str().unwrap()).await.unwrap();
     ds.delete(&format!("session_id = '{gone}'")).await.unwrap();
     assert!(

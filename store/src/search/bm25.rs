@@ -4,16 +4,16 @@
 //! one Lance gives the row for the whole query; only which rows get scored is pond's choice.
 
 use super::query::AnalyzedQuery;
-use crate::substrate::{TermStats, TextAnalyzer};
+use crate::substrate::{TermCounter, TermStats, TextAnalyzer};
 use lance_index::scalar::inverted::{MemBM25Scorer, Scorer};
 use std::collections::HashMap;
 
 /// Scores texts against one query.
 pub struct Ranker {
     scorer: MemBM25Scorer,
-    /// Term -> its position in `weights`. Looked up once per gram of every candidate's text
-    /// (about 100,000 times a search at 1M messages), so hashed by foldhash, not SipHash.
-    position: foldhash::HashMap<String, usize>,
+    /// Counts the query's terms in a text (in `query.terms` order) from its bytes, not from
+    /// every one of its grams: about 100,000 grams a search at 1M messages.
+    counter: TermCounter,
     /// Per query term, its BM25 weight (idf; zero for a term no row holds).
     weights: Vec<f32>,
     /// Per query term, whether the recall step asks for it.
@@ -39,7 +39,12 @@ pub fn ngram_count(chars: u64, min: u32, max: u32) -> u64 {
 impl Ranker {
     /// A ranker for `query`, whose terms' statistics are `stats` (in `query.terms` order);
     /// `recall` are the terms the recall step asks for.
-    pub fn new(query: &AnalyzedQuery, stats: &TermStats, recall: &[&str]) -> Self {
+    pub fn new(
+        analyzer: &TextAnalyzer,
+        query: &AnalyzedQuery,
+        stats: &TermStats,
+        recall: &[&str],
+    ) -> Self {
         let token_docs: HashMap<String, usize> = query
             .terms
             .iter()
@@ -48,12 +53,7 @@ impl Ranker {
             .collect();
         let scorer = MemBM25Scorer::new(stats.terms, stats.documents as usize, token_docs);
         let weights = query.terms.iter().map(|t| scorer.query_weight(t)).collect();
-        let position = query
-            .terms
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.clone(), i))
-            .collect();
+        let counter = analyzer.term_counter(&query.terms);
         let recall = query
             .terms
             .iter()
@@ -61,7 +61,7 @@ impl Ranker {
             .collect();
         Self {
             scorer,
-            position,
+            counter,
             weights,
             recall,
         }
@@ -72,13 +72,7 @@ impl Ranker {
     /// document, which BM25's length normalisation needs.
     pub fn score(&self, analyzer: &mut TextAnalyzer, text: &str, length: Option<u64>) -> Scored {
         let mut freq = vec![0u32; self.weights.len()];
-        let mut counted = 0u64;
-        analyzer.document_terms(text, |term| {
-            counted += 1;
-            if let Some(&i) = self.position.get(term) {
-                freq[i] += 1;
-            }
-        });
+        let counted = analyzer.count_terms(&self.counter, text, &mut freq);
         let length = length.unwrap_or(counted).min(u64::from(u32::MAX)) as u32;
         let mut score = 0.0f32;
         let mut recalled = false;
@@ -129,7 +123,7 @@ mod tests {
             document_frequency: q.terms.iter().map(|t| df(t)).collect(),
             ..TermStats::default()
         };
-        let r = Ranker::new(&q, &stats, &["zeb"]);
+        let r = Ranker::new(&a, &q, &stats, &["zeb"]);
         let full = r.score(&mut a, "a zebra here", None);
         let part = r.score(&mut a, "a bra here", None);
         assert!(

@@ -21,9 +21,9 @@ use crate::sessions::{SessionStore, rows, sql_quote};
 use crate::substrate::{
     FullTextRequest, ReadView, StoreError, TermStats, TextAnalyzer, VectorRequest,
 };
+use arrow_array::RecordBatch;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float32Type, Int32Type, Int64Type, UInt64Type};
-use arrow_array::{Array, RecordBatch};
+use arrow_array::types::{Float32Type, UInt64Type};
 use bm25::{Ranker, ngram_count};
 use pond_canonical::{Part, Session};
 use query::{AnalyzedQuery, RecallTerm, recall_terms};
@@ -432,7 +432,7 @@ impl SessionStore {
             .collect();
         let recall = recall_terms(&query, |t| df.get(t).copied().unwrap_or(0));
         let recall_names: Vec<&str> = recall.iter().map(|r| r.window.term.as_str()).collect();
-        let ranker = Ranker::new(&query, &stats, &recall_names);
+        let ranker = Ranker::new(&analyzer, &query, &stats, &recall_names);
         let mut trace = SearchTrace {
             terms: trace_terms(&query, &stats),
             documents: stats.documents,
@@ -778,8 +778,9 @@ impl SessionStore {
             "options",
         ];
         let session_filter = format!("session_id IN ({})", list.join(", "));
+        let message_filter = format!("message_id IN ({})", ids.join(", "));
         let batches = match self
-            .parts_by_row_id(&session_filter, messages, &columns)
+            .parts_by_row_id(&message_filter, &session_filter, messages, &columns)
             .await?
         {
             Some(batches) => batches,
@@ -821,14 +822,18 @@ impl SessionStore {
 }
 
 impl SessionStore {
-    /// [`Self::parts_of`]'s read without a query plan: the session index alone names the rows
-    /// of the sessions' parts (`ReadView::index_rows`), their message ids are read by row id,
-    /// and `columns` only for the parts of the messages asked for. A scan with the same filter
-    /// builds and runs a query plan per search (docs/benchmarks.md, "Search CPU at 1M: filters
-    /// without a query plan"). `None` where the index does not answer alone (rows written
-    /// since it was built), for the scan to read.
+    /// [`Self::parts_of`]'s read without a query plan: the message index alone names the rows
+    /// of the messages' parts (`ReadView::index_rows`; a message id another session also
+    /// uses brings that session's parts too, which the caller leaves out), read by row id with
+    /// `columns`. Where that index is not built yet, the session index names the rows of the
+    /// sessions' parts, their message ids are read by row id, and `columns` only for the parts
+    /// of the messages asked for. A scan with the same filter builds and runs a query plan per
+    /// search (docs/benchmarks.md, "Search CPU at 1M: filters without a query plan"). `None`
+    /// where neither index answers alone (rows written since they were built), for the scan
+    /// to read.
     async fn parts_by_row_id(
         &self,
+        message_filter: &str,
         session_filter: &str,
         messages: &[(String, String)],
         columns: &[&str],
@@ -836,23 +841,37 @@ impl SessionStore {
         let Some(view) = self.substrate().read_view(&PARTS).await? else {
             return Ok(Some(Vec::new()));
         };
+        let invalid = |detail: String| StoreError::Invalid {
+            table: PARTS.name,
+            detail,
+        };
+        let projection: Vec<(String, String)> = columns
+            .iter()
+            .map(|c| (c.to_string(), c.to_string()))
+            .collect();
+        if let Some(rows) = view.index_rows(message_filter).await? {
+            if rows.is_empty() {
+                return Ok(Some(Vec::new()));
+            }
+            let batch = view
+                .take_every_row(&rows, &projection, "the message index")
+                .await?;
+            return Ok(Some(vec![batch]));
+        }
         let Some(rows) = view.index_rows(session_filter).await? else {
             return Ok(None);
         };
         if rows.is_empty() {
             return Ok(Some(Vec::new()));
         }
-        let invalid = |detail: String| StoreError::Invalid {
-            table: PARTS.name,
-            detail,
-        };
         let keys = view
-            .take_rows(
+            .take_every_row(
                 &rows,
                 &[
                     ("session_id".to_owned(), "session_id".to_owned()),
                     ("message_id".to_owned(), "message_id".to_owned()),
                 ],
+                "the session index",
             )
             .await?;
         let key = |name: &str| {
@@ -861,13 +880,6 @@ impl SessionStore {
                 .ok_or_else(|| invalid(format!("{name} is missing or not a string column")))
         };
         let (sessions, ids) = (key("session_id")?, key("message_id")?);
-        if keys.num_rows() != rows.len() {
-            return Err(invalid(format!(
-                "{} rows named by the session index, {} read",
-                rows.len(),
-                keys.num_rows()
-            )));
-        }
         let wanted: std::collections::HashSet<(&str, &str)> = messages
             .iter()
             .map(|(s, m)| (s.as_str(), m.as_str()))
@@ -879,10 +891,6 @@ impl SessionStore {
         if kept.is_empty() {
             return Ok(Some(Vec::new()));
         }
-        let projection: Vec<(String, String)> = columns
-            .iter()
-            .map(|c| (c.to_string(), c.to_string()))
-            .collect();
         Ok(Some(vec![view.take_rows(&kept, &projection).await?]))
     }
 }
@@ -897,17 +905,13 @@ fn trace_terms(query: &AnalyzedQuery, stats: &TermStats) -> Vec<(String, u64)> {
 }
 
 /// The columns ranking reads of every candidate: its session and id (grouping, and the order
-/// of ties), the text bounded to [`RANK_CHARS`] characters, and the whole text's length.
+/// of ties), and the text ([`candidates`] keeps its first [`RANK_CHARS`] characters and its
+/// whole length). Plain columns: Lance reads them without planning an expression per read.
 fn rank_projection() -> Vec<(String, String)> {
-    [
-        ("session_id", "session_id".to_owned()),
-        ("id", "id".to_owned()),
-        ("text", format!("left(search_text, {RANK_CHARS})")),
-        ("text_chars", "character_length(search_text)".to_owned()),
-    ]
-    .into_iter()
-    .map(|(n, e)| (n.to_owned(), e))
-    .collect()
+    ["session_id", "id", "search_text"]
+        .into_iter()
+        .map(|c| (c.to_owned(), c.to_owned()))
+        .collect()
 }
 
 /// The columns a hit shows beyond those ranking read.
@@ -975,17 +979,12 @@ async fn fill_details(
         projection.extend(
             rank_projection()
                 .into_iter()
-                .filter(|(n, _)| n == "text" || n == "text_chars"),
+                .filter(|(n, _)| n == "search_text"),
         );
     }
-    let batch = view.take_rows(&ids, &projection).await?;
-    if batch.num_rows() != ids.len() {
-        return Err(invalid(format!(
-            "{} hits, {} rows read for their details",
-            ids.len(),
-            batch.num_rows()
-        )));
-    }
+    let batch = view
+        .take_every_row(&ids, &projection, "the hits kept")
+        .await?;
     let read = candidates(&batch, Columns::Details { with_text }).map_err(invalid)?;
     for (h, r) in hits.iter_mut().zip(read) {
         h.role = r.role;
@@ -1059,22 +1058,29 @@ fn candidates(b: &RecordBatch, columns: Columns) -> Result<Vec<MessageHit>, Stri
         ),
         None => None,
     };
-    let chars = if text { Some(col("text_chars")?) } else { None };
+    let texts = if text {
+        Some(col("search_text")?)
+    } else {
+        None
+    };
     let mut out = Vec::with_capacity(b.num_rows());
     for i in 0..b.num_rows() {
-        let text_chars = match &chars {
-            None => 0,
-            Some(chars) => {
-                if let Some(a) = chars.as_primitive_opt::<Int32Type>() {
-                    a.value(i).max(0) as u64
-                } else if let Some(a) = chars.as_primitive_opt::<Int64Type>() {
-                    a.value(i).max(0) as u64
-                } else if let Some(a) = chars.as_primitive_opt::<UInt64Type>() {
-                    a.value(i)
+        // The text to its first RANK_CHARS characters, and its whole length in characters.
+        let (text, text_chars) = match texts.and_then(|t| crate::substrate::str_at(t.as_ref(), i)) {
+            Some(whole) => {
+                let chars = whole.chars().count();
+                let kept = if chars > RANK_CHARS {
+                    let end = whole
+                        .char_indices()
+                        .nth(RANK_CHARS)
+                        .map_or(whole.len(), |c| c.0);
+                    &whole[..end]
                 } else {
-                    return Err(format!("text_chars is {}", chars.data_type()));
-                }
+                    whole
+                };
+                (kept.to_owned(), chars as u64)
             }
+            None => (String::new(), 0),
         };
         out.push(MessageHit {
             session_id: read("session_id", ids, i)?,
@@ -1083,7 +1089,7 @@ fn candidates(b: &RecordBatch, columns: Columns) -> Result<Vec<MessageHit>, Stri
             timestamp: read("timestamp_text", details, i)?,
             score: 0.0,
             recall_score: scores.map_or(0.0, |s| s.value(i)),
-            text: read("text", text, i)?,
+            text,
             text_chars,
         });
     }

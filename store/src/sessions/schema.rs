@@ -184,11 +184,12 @@ pub const VECTOR_INDEX_MODEL_KEY: &str = "pond.vector_index.model";
 /// full-text index; the scalar indexes every search filter pushes down into
 /// (search-prefilter-pushdown): `project` (a BTree: equality and prefix), `source_agent` and
 /// `role` (bitmaps: a few distinct values), `timestamp` (a BTree: ranges), `session_id` (a
-/// BTree, which also serves the per-session reads of `pond get` and `pond restore`); and a BTree
-/// on `parts.session_id` for those reads; and `embedding_model` (a bitmap, rebuilt rather than
-/// folded because the embed stage patches the column in place: the vector arm's prefilter
-/// names the model whose vectors it compares).
-pub fn indexes() -> [(&'static TableSpec, IndexSpec); 8] {
+/// BTree, which also serves the per-session reads of `pond get` and `pond restore`); a BTree
+/// on `parts.session_id` for those reads, and one on `parts.message_id` for the parts of a
+/// search's hits (read by row id: docs/decisions.md, "Filters without a query plan"); and
+/// `embedding_model` (a bitmap, rebuilt rather than folded because the embed stage patches the
+/// column in place: the vector arm's prefilter names the model whose vectors it compares).
+pub fn indexes() -> [(&'static TableSpec, IndexSpec); 9] {
     let scalar = |name, column, kind| IndexSpec { name, column, kind };
     [
         (&MESSAGES, SEARCH_TEXT_INDEX),
@@ -223,6 +224,10 @@ pub fn indexes() -> [(&'static TableSpec, IndexSpec); 8] {
         (
             &PARTS,
             scalar("parts_session_id", "session_id", IndexKind::BTree),
+        ),
+        (
+            &PARTS,
+            scalar("parts_message_id", "message_id", IndexKind::BTree),
         ),
     ]
 }

@@ -17,6 +17,7 @@
 
 mod catalog;
 mod dedup;
+mod grams;
 mod index;
 mod location;
 mod retry;
@@ -25,6 +26,7 @@ mod snapshot;
 mod vector;
 
 pub use catalog::{Catalog, DEFAULT_NAMESPACE, NamespaceError, NamespaceInfo};
+pub use grams::TermCounter;
 pub use index::{IndexAction, IndexKind, IndexSpec, IndexStatus};
 pub use location::{
     Location, StorageOptions, StorageSettings, is_stray_storage_variable,
@@ -229,6 +231,9 @@ pub struct Substrate {
     /// The handles reads go through when they differ from the writers' (local reads through
     /// io_uring, [`uring_reads`]).
     reads: Mutex<HashMap<&'static str, Handle>>,
+    /// The masks of the filters searches pushed down, per version of each table
+    /// ([`search::MaskMemo`]).
+    masks: Arc<std::sync::Mutex<search::MaskMemo>>,
     retry: RetryPolicy,
 }
 
@@ -271,6 +276,7 @@ impl Substrate {
             session,
             handles: Mutex::new(HashMap::new()),
             reads: Mutex::new(HashMap::new()),
+            masks: Arc::default(),
             retry,
         }
     }

@@ -4,6 +4,7 @@
 //!
 //! Nothing here knows what the rows are; a consumer names the table, the index and the terms.
 
+use super::grams::TermCounter;
 use super::{IndexKind, IndexSpec, RetryPolicy, StoreError, Substrate, TableSpec};
 use arrow_array::{Array, RecordBatch};
 use lance::Dataset;
@@ -25,6 +26,8 @@ use std::sync::Arc;
 /// same Lance tokenizer, built from the same parameters ([`IndexKind::inverted_params`]).
 pub struct TextAnalyzer {
     tokenizer: Box<dyn LanceTokenizer>,
+    /// The window lengths, for an n-gram analysis (which [`TermCounter`] counts from bytes).
+    ngram: Option<(usize, usize)>,
 }
 
 impl TextAnalyzer {
@@ -38,7 +41,36 @@ impl TextAnalyzer {
             .inverted_params()
             .ok_or_else(|| invalid(format!("a {kind:?} index has no text analysis")))?;
         let tokenizer = params.build().map_err(|e| invalid(e.to_string()))?;
-        Ok(Self { tokenizer })
+        let ngram = match kind {
+            IndexKind::Ngram { min, max } => Some((min as usize, max as usize)),
+            _ => None,
+        };
+        Ok(Self { tokenizer, ngram })
+    }
+
+    /// What counts `terms` in documents as this analysis cuts them (a document's BM25 term
+    /// frequencies and length), without making every term of the document.
+    pub fn term_counter(&self, terms: &[String]) -> TermCounter {
+        TermCounter::new(terms, self.ngram)
+    }
+
+    /// Adds the occurrences of each of `counter`'s terms among `text`'s terms to `freq` (in the
+    /// order the counter's terms were given) and returns how many terms `text` has.
+    pub fn count_terms(&mut self, counter: &TermCounter, text: &str, freq: &mut [u32]) -> u64 {
+        counter.count(self, text, freq)
+    }
+
+    /// [`Self::document_terms`] with each term's byte range in `text`.
+    pub(crate) fn document_terms_at(
+        &mut self,
+        text: &str,
+        mut each: impl FnMut(&str, usize, usize),
+    ) {
+        let mut stream = self.tokenizer.token_stream_for_doc(text);
+        while stream.advance() {
+            let t = stream.token();
+            each(&t.text, t.offset_from, t.offset_to);
+        }
     }
 
     /// Every term of a document, in order, repeats included (a term's count in the document is
@@ -170,6 +202,39 @@ pub struct ReadView {
     table: &'static str,
     dataset: Arc<Dataset>,
     retry: RetryPolicy,
+    masks: Arc<std::sync::Mutex<MaskMemo>>,
+}
+
+/// The masks a search's filters evaluated to ([`ReadView::exact_filter_mask`]), by table,
+/// version and filter, so a filter searches repeat (a project, a role) is evaluated once per
+/// version of the table: a version's rows and indexes never change, so neither does its
+/// answer. Another version of a table starts that table's masks over; at most
+/// [`MaskMemo::CAP`] are kept (all are dropped when a new one would pass it).
+#[derive(Default)]
+pub(crate) struct MaskMemo {
+    masks: HashMap<(&'static str, u64, String), Option<RowAddrMask>>,
+}
+
+impl MaskMemo {
+    const CAP: usize = 256;
+
+    fn get(&self, table: &'static str, version: u64, sql: &str) -> Option<Option<RowAddrMask>> {
+        self.masks.get(&(table, version, sql.to_owned())).cloned()
+    }
+
+    fn remember(
+        &mut self,
+        table: &'static str,
+        version: u64,
+        sql: &str,
+        mask: Option<RowAddrMask>,
+    ) {
+        self.masks.retain(|k, _| k.0 != table || k.1 == version);
+        if self.masks.len() >= Self::CAP {
+            self.masks.clear();
+        }
+        self.masks.insert((table, version, sql.to_owned()), mask);
+    }
 }
 
 impl ReadView {
@@ -238,7 +303,7 @@ impl ReadView {
         }
         let filter = match &request.filter {
             None => None,
-            Some(sql) => match self.exact_filter_mask(sql).await? {
+            Some(sql) => match self.remembered_filter_mask(sql).await? {
                 Some(mask) => Some(Box::new(ReadyMask(mask)) as Box<dyn FilterLoader>),
                 None => return Ok(None),
             },
@@ -261,8 +326,10 @@ impl ReadView {
         let Some(inverted) = opened.as_any().downcast_ref::<InvertedIndex>() else {
             return Ok(None);
         };
+        // The index's own tokenizer, only to cut the query's terms: nothing is counted.
         let mut analyzer = TextAnalyzer {
             tokenizer: inverted.tokenizer(),
+            ngram: None,
         };
         let mut terms: Vec<String> = Vec::with_capacity(request.terms.len());
         for text in &request.terms {
@@ -362,6 +429,26 @@ impl ReadView {
             .await
     }
 
+    /// [`Self::exact_filter_mask`], evaluated once per version of the table for each filter
+    /// ([`MaskMemo`]): the filters of searches, which repeat.
+    async fn remembered_filter_mask(&self, sql: &str) -> Result<Option<RowAddrMask>, StoreError> {
+        let version = self.version();
+        let known = self
+            .masks
+            .lock()
+            .expect("not poisoned")
+            .get(self.table, version, sql);
+        if let Some(mask) = known {
+            return Ok(mask);
+        }
+        let mask = self.exact_filter_mask(sql).await?;
+        self.masks
+            .lock()
+            .expect("not poisoned")
+            .remember(self.table, version, sql, mask.clone());
+        Ok(mask)
+    }
+
     /// The row ids of the live rows `sql` admits, ascending, as the table's scalar indexes alone
     /// answer it, with no query plan: `None` where they do not answer it exactly (see
     /// [`ReadView::exact_filter_mask`]), for a consumer to scan instead. Deleted rows are left out
@@ -441,13 +528,50 @@ impl ReadView {
         row_ids: &[u64],
         projection: &[(String, String)],
     ) -> Result<RecordBatch, StoreError> {
+        // Plain columns are projected as a schema: an SQL projection is parsed and planned
+        // again on every read.
+        let plain = projection
+            .iter()
+            .all(|(name, expr)| name == expr && self.dataset.schema().field(expr).is_some());
+        let request = || {
+            if plain {
+                let columns: Vec<&str> = projection.iter().map(|(c, _)| c.as_str()).collect();
+                Ok(ProjectionRequest::Schema(Arc::new(
+                    self.dataset.schema().project(&columns)?,
+                )))
+            } else {
+                Ok::<_, lance::Error>(ProjectionRequest::Sql(projection.to_vec()))
+            }
+        };
         self.retry
             .run(self.table, || async {
-                self.dataset
-                    .take_rows(row_ids, ProjectionRequest::Sql(projection.to_vec()))
-                    .await
+                self.dataset.take_rows(row_ids, request()?).await
             })
             .await
+    }
+}
+
+impl ReadView {
+    /// [`Self::take_rows`] where every row named must be read: an error naming `named_by` (what
+    /// named the rows) when fewer or more come back.
+    pub async fn take_every_row(
+        &self,
+        row_ids: &[u64],
+        projection: &[(String, String)],
+        named_by: &str,
+    ) -> Result<RecordBatch, StoreError> {
+        let batch = self.take_rows(row_ids, projection).await?;
+        if batch.num_rows() != row_ids.len() {
+            return Err(StoreError::Invalid {
+                table: self.table,
+                detail: format!(
+                    "{} rows named by {named_by}, {} read",
+                    row_ids.len(),
+                    batch.num_rows()
+                ),
+            });
+        }
+        Ok(batch)
     }
 }
 
@@ -459,6 +583,7 @@ impl Substrate {
             table: spec.name,
             dataset,
             retry: self.retry,
+            masks: self.masks.clone(),
         }))
     }
 
@@ -529,12 +654,8 @@ impl Substrate {
         if unindexed.is_empty() {
             return Ok(stats);
         }
-        let position: HashMap<&str, usize> = terms
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.as_str(), i))
-            .collect();
         let mut analyzer = TextAnalyzer::for_index(index.kind)?;
+        let counter = analyzer.term_counter(terms);
         let column = index.column;
         let flat = self
             .scan_fold(
@@ -550,26 +671,20 @@ impl Substrate {
                             document_frequency: vec![0; terms.len()],
                             ..TermStats::default()
                         },
-                        vec![false; terms.len()],
+                        vec![0u32; terms.len()],
                     )
                 },
-                |(flat, seen), batch| {
+                |(flat, freq), batch| {
                     let texts = batch.column(0);
                     for row in 0..batch.num_rows() {
                         let Some(text) = str_at(texts.as_ref(), row) else {
                             continue;
                         };
-                        seen.iter_mut().for_each(|s| *s = false);
-                        let mut length = 0u64;
-                        analyzer.document_terms(text, |term| {
-                            length += 1;
-                            if let Some(&i) = position.get(term)
-                                && !seen[i]
-                            {
-                                seen[i] = true;
-                                flat.document_frequency[i] += 1;
-                            }
-                        });
+                        freq.iter_mut().for_each(|f| *f = 0);
+                        let length = analyzer.count_terms(&counter, text, freq);
+                        for (df, f) in flat.document_frequency.iter_mut().zip(freq.iter()) {
+                            *df += u64::from(*f > 0);
+                        }
                         // As the index counts: a text too short for one gram is no document.
                         if length > 0 {
                             flat.documents += 1;
