@@ -1434,3 +1434,48 @@ async fn an_interrupted_embed_over_indexed_fragments_is_counted_exactly() {
         BTreeMap::from([("tiny-b".to_owned(), 480)])
     );
 }
+
+/// A filter's mask is kept per version of the table (`MaskMemo`): after a sync adds rows to a
+/// project and the index is folded, the same filter admits them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filters_mask_is_evaluated_again_for_a_new_version() {
+    use pond_store::sessions::schema::SEARCH_TEXT_INDEX;
+    use pond_store::substrate::FullTextRequest;
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = Corpus::new(&dir.path().join("src"));
+    let t = "2026-01-05T10:00:00Z";
+    corpus.session("/work/alpha", "s1", None, t, &["a zebra crossing", "noted"]);
+    corpus.session("/work/beta", "s2", None, t, &["a zebra elsewhere", "noted"]);
+    let store = SessionStore::open(dir.path().join("store").to_str().unwrap());
+    corpus.sync(&store).await;
+    store.update_indexes().await.unwrap();
+    let request = FullTextRequest {
+        column: SEARCH_TEXT_INDEX.column,
+        index: SEARCH_TEXT_INDEX.name,
+        terms: vec!["zeb".to_owned()],
+        filter: Some("project = '/work/alpha'".to_owned()),
+        limit: 100,
+        projection: vec![("_score".to_owned(), "_score".to_owned())],
+    };
+    let found = |batch: arrow_array::RecordBatch| batch.num_rows();
+    let view = messages_view(&store).await;
+    let first = view.index_search(&request).await.unwrap();
+    assert_eq!(first.map(found), Some(1), "the index answers: s1's message");
+    // Asked again at the same version: the kept mask, the same answer.
+    let again = messages_view(&store).await.index_search(&request).await;
+    assert_eq!(again.unwrap().map(found), Some(1));
+    corpus.session("/work/alpha", "s3", None, t, &["another zebra", "noted"]);
+    corpus.sync(&store).await;
+    // Built again whole, the index is one segment over every row, so the index alone answers
+    // (a fold would add a second segment, which the plan answers, with no mask kept).
+    {
+        use lance::index::DatasetIndexExt;
+        let table = dir.path().join("store/messages.lance");
+        let mut ds = Dataset::open(table.to_str().unwrap()).await.unwrap();
+        ds.drop_index(SEARCH_TEXT_INDEX.name).await.unwrap();
+    }
+    store.update_indexes().await.unwrap();
+    let view = messages_view(&store).await;
+    let second = view.index_search(&request).await.unwrap();
+    assert_eq!(second.map(found), Some(2), "s1's and s3's messages");
+}

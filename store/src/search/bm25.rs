@@ -4,6 +4,7 @@
 //! one Lance gives the row for the whole query; only which rows get scored is pond's choice.
 
 use super::query::AnalyzedQuery;
+pub use crate::substrate::ngram_count;
 use crate::substrate::{TermCounter, TermStats, TextAnalyzer};
 use lance_index::scalar::inverted::{MemBM25Scorer, Scorer};
 use std::collections::HashMap;
@@ -26,14 +27,6 @@ pub struct Ranker {
 pub struct Scored {
     pub score: f32,
     pub recalled: bool,
-}
-
-/// The number of terms the n-gram analysis makes of a text of `chars` characters: one gram of
-/// each length `min..=max` at every position it fits.
-pub fn ngram_count(chars: u64, min: u32, max: u32) -> u64 {
-    (min..=max)
-        .map(|n| chars.saturating_sub(u64::from(n) - 1))
-        .sum()
 }
 
 impl Ranker {

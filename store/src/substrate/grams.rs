@@ -159,7 +159,7 @@ impl Ascii {
             }
         }
         if ascii_only {
-            return grams(n, self.min, self.max);
+            return ngram_count(n as u64, self.min as u32, self.max as u32);
         }
         // The other windows: each lies within `max - 1` characters of a character other than
         // ASCII; the stretches around those characters (merged where they touch) are cut by
@@ -198,15 +198,15 @@ impl Ascii {
         if let Some((f, t)) = stretch {
             flush(f, t, freq);
         }
-        grams(chars, self.min, self.max)
+        ngram_count(chars as u64, self.min as u32, self.max as u32)
     }
 }
 
-/// The number of terms of a text of `chars` characters: one window of each length at every
-/// position it fits.
-fn grams(chars: usize, min: usize, max: usize) -> u64 {
+/// The number of terms the n-gram analysis makes of a text of `chars` characters: one window of
+/// each length `min..=max` at every position it fits.
+pub fn ngram_count(chars: u64, min: u32, max: u32) -> u64 {
     (min..=max)
-        .map(|len| chars.saturating_sub(len - 1) as u64)
+        .map(|n| chars.saturating_sub(u64::from(n) - 1))
         .sum()
 }
 

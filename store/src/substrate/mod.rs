@@ -26,7 +26,7 @@ mod snapshot;
 mod vector;
 
 pub use catalog::{Catalog, DEFAULT_NAMESPACE, NamespaceError, NamespaceInfo};
-pub use grams::TermCounter;
+pub use grams::{TermCounter, ngram_count};
 pub use index::{IndexAction, IndexKind, IndexSpec, IndexStatus};
 pub use location::{
     Location, StorageOptions, StorageSettings, is_stray_storage_variable,
