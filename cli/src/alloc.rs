@@ -1,36 +1,45 @@
-//! The `pond` binary's allocator: mimalloc for the verbs that convert and write, the system
-//! allocator for the verbs that serve and search, chosen once at the start of `main`.
+//! The `pond` binary's allocator: mimalloc for the verbs that convert and write, jemalloc for the
+//! verbs that serve and search, chosen once at the start of `main`.
 //!
-//! Both were measured on their own work (docs/decisions.md, "Allocators"): a conversion spends
+//! Each was measured on its own work (docs/decisions.md, "Allocators"): a conversion spends
 //! about a quarter of its time in malloc/free under the system allocator, and mimalloc takes
 //! most of that back; searches through Lance's readers were slower and several times larger
 //! under mimalloc (1M messages, warm: p95 80-82 against 49-53 ms, peak RSS 3.7-4.1 GiB against
 //! 572 MiB; with its transparent huge pages off 1.2-1.3 GiB and p95 71-76 ms), which keeps the
-//! pages Lance's many threads free where the system allocator reuses them.
+//! pages Lance's many threads free. glibc's allocator held that memory down but, with 64
+//! searches at once, its arenas' locks left the two cores partly idle: jemalloc answered 20-40%
+//! more searches a second in the same minutes at about the same peak RSS (docs/benchmarks.md,
+//! "HTTP load on `/v1/search`: the allocator"). A convert-only build (no `store` feature) has no
+//! serving verb and keeps the system allocator as the never-chosen second.
 //!
 //! Blocks allocated before the switch (argument parsing) stay mimalloc's: every free asks
 //! mimalloc whether the block is its own (`mi_is_in_heap_region`, its page map: what its own
 //! `free` reads) and hands it to the allocator that made it.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Whether new blocks come from the system allocator.
-static SYSTEM: AtomicBool = AtomicBool::new(false);
+#[cfg(not(feature = "store"))]
+use std::alloc::System as Serving;
+#[cfg(feature = "store")]
+use tikv_jemallocator::Jemalloc as Serving;
+
+/// Whether new blocks come from the serving verbs' allocator.
+static SERVING: AtomicBool = AtomicBool::new(false);
 
 unsafe extern "C" {
     /// mimalloc.h (v3): whether `p` lies in memory mimalloc manages.
     fn mi_is_in_heap_region(p: *const std::ffi::c_void) -> bool;
 }
 
-/// New blocks come from the system allocator from now on. Called by the serving and searching
-/// verbs first thing, before any other thread exists (all of them need the store).
+/// New blocks come from jemalloc from now on. Called by the serving and searching verbs first
+/// thing, before any other thread exists (all of them need the store).
 #[cfg(feature = "store")]
-pub fn use_system_allocator() {
-    SYSTEM.store(true, Ordering::Relaxed);
+pub fn use_serving_allocator() {
+    SERVING.store(true, Ordering::Relaxed);
 }
 
-/// mimalloc's, or the system's (see the module doc).
+/// mimalloc's, or the serving verbs' (see the module doc).
 pub struct PondAlloc;
 
 fn mimalloc_owns(ptr: *mut u8) -> bool {
@@ -44,8 +53,8 @@ unsafe impl GlobalAlloc for PondAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded as given.
         unsafe {
-            if SYSTEM.load(Ordering::Relaxed) {
-                System.alloc(layout)
+            if SERVING.load(Ordering::Relaxed) {
+                Serving.alloc(layout)
             } else {
                 mimalloc::MiMalloc.alloc(layout)
             }
@@ -55,8 +64,8 @@ unsafe impl GlobalAlloc for PondAlloc {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded as given.
         unsafe {
-            if SYSTEM.load(Ordering::Relaxed) {
-                System.alloc_zeroed(layout)
+            if SERVING.load(Ordering::Relaxed) {
+                Serving.alloc_zeroed(layout)
             } else {
                 mimalloc::MiMalloc.alloc_zeroed(layout)
             }
@@ -69,7 +78,7 @@ unsafe impl GlobalAlloc for PondAlloc {
             if mimalloc_owns(ptr) {
                 mimalloc::MiMalloc.dealloc(ptr, layout)
             } else {
-                System.dealloc(ptr, layout)
+                Serving.dealloc(ptr, layout)
             }
         }
     }
@@ -80,7 +89,7 @@ unsafe impl GlobalAlloc for PondAlloc {
             if mimalloc_owns(ptr) {
                 mimalloc::MiMalloc.realloc(ptr, layout, new_size)
             } else {
-                System.realloc(ptr, layout, new_size)
+                Serving.realloc(ptr, layout, new_size)
             }
         }
     }
@@ -91,7 +100,7 @@ mod tests {
     use super::*;
 
     /// Blocks of both allocators are freed and resized by their own, whichever is current:
-    /// the system allocator would abort on a mimalloc block, and mimalloc on a system one.
+    /// jemalloc would abort on a mimalloc block, and mimalloc on a jemalloc one.
     #[test]
     fn each_block_goes_back_to_the_allocator_that_made_it() {
         let layouts = [
@@ -103,7 +112,7 @@ mod tests {
             // SAFETY: each block is used within its layout and freed once.
             unsafe {
                 let mi = mimalloc::MiMalloc.alloc(layout);
-                let sys = System.alloc(layout);
+                let sys = Serving.alloc(layout);
                 assert!(mimalloc_owns(mi), "{layout:?}");
                 assert!(!mimalloc_owns(sys), "{layout:?}");
                 mi.write_bytes(7, layout.size());

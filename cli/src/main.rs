@@ -23,7 +23,7 @@ mod store_cmd;
 
 mod alloc;
 
-/// mimalloc for the verbs that convert and write, the system allocator for those that serve and
+/// mimalloc for the verbs that convert and write, jemalloc for those that serve and
 /// search (alloc.rs, docs/decisions.md "Allocators").
 #[global_allocator]
 static GLOBAL: alloc::PondAlloc = alloc::PondAlloc;
@@ -282,12 +282,12 @@ fn main() -> ExitCode {
         Command::Namespace(args) => namespace_cmd::run(args, cli.json),
         #[cfg(feature = "store")]
         Command::Get(args) => {
-            alloc::use_system_allocator();
+            alloc::use_serving_allocator();
             get_cmd::run(args, cli.json)
         }
         #[cfg(feature = "store")]
         Command::Search(args) => {
-            alloc::use_system_allocator();
+            alloc::use_serving_allocator();
             search_cmd::run(args, cli.json)
         }
         #[cfg(feature = "store")]
@@ -295,12 +295,12 @@ fn main() -> ExitCode {
             // A long-lived server: under mimalloc, the pages each of Lance's hundreds of
             // threads kept for reuse held a 64-connection load's peak RSS at 10.9 GiB
             // (docs/benchmarks.md, "HTTP load").
-            alloc::use_system_allocator();
+            alloc::use_serving_allocator();
             serve_cmd::serve(args, cli.json)
         }
         #[cfg(feature = "store")]
         Command::Mcp(args) => {
-            alloc::use_system_allocator();
+            alloc::use_serving_allocator();
             serve_cmd::mcp(args, cli.json)
         }
         #[cfg(feature = "store")]

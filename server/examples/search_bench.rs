@@ -22,9 +22,11 @@
 //! unfiltered. `--out` writes the last pass's results as `{"qid", "sessions": [ids, best first]}`,
 //! the run format `../shared/searchbench/score_run.py` reads.
 
-// The system allocator, as `pond serve`, `pond search` and `pond get` use it (cli/src/alloc.rs;
-// under mimalloc these searches were slower and several times larger, docs/benchmarks.md,
-// "Search latency at 1M messages").
+/// jemalloc, as `pond serve`, `pond search` and `pond get` allocate (cli/src/alloc.rs; under
+/// mimalloc these searches were slower and several times larger, under glibc's allocator a loaded
+/// server answered fewer: docs/benchmarks.md, "Search latency at 1M messages", "HTTP load").
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 use pond_server::Pond;
 use pond_server::search::{SearchRequest, pond_search, pond_search_explained};
