@@ -27,6 +27,16 @@ pond_require_cargo() {
     echo "pond: cargo not found. Install Rust 1.94 or newer (https://rustup.rs) and re-run." >&2
     exit 2
   fi
+  # What a Rust toolchain on Linux links and builds C with (rustup expects them too): Lance's
+  # compression crates and SQLite build C with `cc`, and jemalloc (the serving verbs'
+  # allocator, docs/decisions.md "Allocators") runs its configure script and `make`.
+  local tool
+  for tool in cc make; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      echo "pond: $tool not found; the build compiles C (Lance's compression crates, SQLite, jemalloc). Install it (Debian: apt-get install build-essential) and re-run." >&2
+      exit 2
+    fi
+  done
 }
 
 # The real clients the server tests drive, pinned, installed once into ~/.cache/pond from the
