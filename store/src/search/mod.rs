@@ -891,7 +891,10 @@ impl SessionStore {
         if kept.is_empty() {
             return Ok(Some(Vec::new()));
         }
-        Ok(Some(vec![view.take_rows(&kept, &projection).await?]))
+        Ok(Some(vec![
+            view.take_every_row(&kept, &projection, "the session index")
+                .await?,
+        ]))
     }
 }
 
