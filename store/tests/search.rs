@@ -410,6 +410,56 @@ async fn results_are_the_same_before_and_after_update_indexes() {
     assert_eq!(run(&store).await, partly, "folding changed the results");
 }
 
+/// Hits with the same score in one session are ordered by message id, and a session shows the
+/// first of them in that order, whether or not the full-text index is built (the indexed search
+/// reads a candidate's id only where a tie needs it, and the ids of the hits kept after): the
+/// message ids here run against the order of the rows, so an order by row would show others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tied_hits_are_ordered_by_message_id_not_by_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = Corpus::new(&dir.path().join("src"));
+    let same = ["the kestrel hovered over the meadow"; 8];
+    corpus.session("/work/p", "tied", None, "2026-03-01T10:00:00Z", &same);
+    corpus.session(
+        "/work/p",
+        "other",
+        None,
+        "2026-03-02T10:00:00Z",
+        &["a kestrel", "nothing", "kestrel kestrel over the hill"],
+    );
+    // Message ids descending as the rows ascend.
+    let file = dir.path().join("src/-work-p/tied.jsonl");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    for i in 0..same.len() {
+        text = text.replace(
+            &format!("\"tied-m{i:03}\""),
+            &format!("\"tied-r{:03}\"", same.len() - 1 - i),
+        );
+    }
+    std::fs::write(&file, text).unwrap();
+    let store = SessionStore::open(dir.path().join("store").to_str().unwrap());
+    corpus.sync(&store).await;
+    let shown_for = |o: &SearchOutcome| {
+        let tied: Vec<_> = shown(o).into_iter().filter(|h| h.0 == "tied").collect();
+        tied
+    };
+    let before = store.search(&query("kestrel", 10)).await.unwrap();
+    let tied = shown_for(&before);
+    let ids: Vec<&str> = tied.iter().map(|h| h.1.as_str()).collect();
+    assert_eq!(ids, ["tied-r000", "tied-r001", "tied-r002"], "{tied:?}");
+    assert!(tied.iter().all(|h| h.2 == tied[0].2), "one score: {tied:?}");
+    for h in &tied {
+        assert!(!h.3.is_empty() && !h.4.is_empty() && h.6 > 0, "{h:?}");
+    }
+    store.update_indexes().await.unwrap();
+    let after = store.search(&query("kestrel", 10)).await.unwrap();
+    assert_eq!(
+        shown(&after),
+        shown(&before),
+        "indexing changed the results"
+    );
+}
+
 /// The recall step's answer from the inverted index's own search is the query plan's answer:
 /// the same rows with the same scores, on a store whose index covers every row, with no filter
 /// and with each filter a search builds (the scalar indexes' mask as its prefilter); and the
@@ -624,6 +674,21 @@ async fn a_hits_parts_are_the_same_read_by_row_id_as_by_a_scan() {
     };
     let index_rows = || rows_of(session_filter.clone());
     let message_rows = || rows_of(message_filter.clone());
+    // The same rows asked of the message index one id at a time (what `parts_of` asks).
+    let message_ids: Vec<&str> = {
+        let mut m: Vec<&str> = asked.iter().map(|(_, m)| m.as_str()).collect();
+        m.sort();
+        m.dedup();
+        m
+    };
+    let rows_equal_to = || {
+        let (store, ids) = (&store, &message_ids);
+        async move {
+            let view = store.substrate().read_view(&PARTS).await.unwrap();
+            let view = view.expect("parts written");
+            view.index_rows_equal_to("message_id", ids).await.unwrap()
+        }
+    };
     assert!(
         index_rows().await.is_none(),
         "no session index yet: the scan reads"
@@ -634,6 +699,7 @@ async fn a_hits_parts_are_the_same_read_by_row_id_as_by_a_scan() {
     let named = message_rows()
         .await
         .expect("the message index answers alone");
+    assert_eq!(rows_equal_to().await.as_ref(), Some(&named));
     let by_row_id = store.parts_of(&asked).await.unwrap();
     assert_eq!(by_row_id, scanned);
     let read: usize = by_row_id.values().map(Vec::len).sum();
@@ -652,6 +718,7 @@ async fn a_hits_parts_are_the_same_read_by_row_id_as_by_a_scan() {
         ds.drop_index("parts_message_id").await.unwrap();
     }
     assert!(message_rows().await.is_none(), "no message index");
+    assert!(rows_equal_to().await.is_none(), "no message index");
     assert!(index_rows().await.is_some());
     assert_eq!(store.parts_of(&asked).await.unwrap(), scanned);
     pond_store::sync::import(&store, codec, &[fixtures], &mut |_, _| {})
@@ -677,6 +744,9 @@ async fn a_hits_parts_are_the_same_read_by_row_id_as_by_a_scan() {
         index_rows().await.is_some(),
         "rows deleted from a fragment: the index still answers, less them"
     );
+    let less = message_rows().await.expect("the message index answers");
+    assert!(less.len() < named.len());
+    assert_eq!(rows_equal_to().await, Some(less));
     let kept: std::collections::HashMap<_, _> = scanned
         .iter()
         .filter(|(k, _)| k.0 != gone)

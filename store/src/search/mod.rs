@@ -28,6 +28,7 @@ use bm25::{Ranker, ngram_count};
 use pond_canonical::{Part, Session};
 use query::{AnalyzedQuery, RecallTerm, recall_terms};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// The full-text retriever through Lance's inverted index.
 pub const FULL_TEXT: &str = "full_text";
@@ -281,7 +282,16 @@ impl SessionStore {
             .flat_map(|g| &mut g.hits)
             .filter(|h| !text_read.contains(&(h.session_id.clone(), h.message_id.clone())))
             .collect();
-        fill_details(&view, unread, &rows, true).await?;
+        fill_details(
+            &view,
+            unread,
+            |h| {
+                rows.get(&(h.session_id.clone(), h.message_id.clone()))
+                    .copied()
+            },
+            true,
+        )
+        .await?;
         if q.explain {
             arms[0].plan = trace.plan.clone();
             arms[1].plan = Some(
@@ -354,11 +364,7 @@ impl SessionStore {
                 limit: pool,
                 // The vector arm ranks by distance alone: a candidate's ids group it, and what
                 // a hit shows is read for the hits kept (fill_details).
-                projection: vec![
-                    ("session_id".to_owned(), "session_id".to_owned()),
-                    ("id".to_owned(), "id".to_owned()),
-                    ("_distance".to_owned(), "_distance".to_owned()),
-                ],
+                projection: plain(&["session_id", "id", "_distance"]),
                 nprobes: Some(settings.nprobes),
                 refine_factor: Some(settings.refine_factor),
                 exact: settings.exact,
@@ -486,24 +492,31 @@ impl SessionStore {
             trace.rounds.push((pool, found));
             let row_ids: Vec<u64> = recalled.iter().map(|r| r.0).collect();
             let batch = view.take_rows(&row_ids, &rank_projection()).await?;
-            let mut hits = candidates(&batch, Columns::Rank).map_err(invalid)?;
+            let hits = candidates(&batch, Columns::Rank).map_err(invalid)?;
             if hits.len() != found {
                 return Err(invalid(format!(
                     "{found} rows recalled by the index, {} read",
                     hits.len()
                 )));
             }
-            let mut rows: HashMap<(String, String), u64> = HashMap::with_capacity(found);
-            for (h, (row, recall_score)) in hits.iter_mut().zip(&recalled) {
+            let mut ranked: Vec<(MessageHit, u64)> = Vec::with_capacity(found);
+            for (mut h, (row, recall_score)) in hits.into_iter().zip(&recalled) {
                 h.recall_score = *recall_score;
-                h.score = ranker.score(&mut analyzer, &h.text, whole_length(h)).score;
-                rows.insert((h.session_id.clone(), h.message_id.clone()), *row);
+                h.score = ranker.score(&mut analyzer, &h.text, whole_length(&h)).score;
+                if min_score.is_none_or(|min| h.score >= min) {
+                    ranked.push((h, *row));
+                }
             }
-            let hits = with_min_score(hits, min_score);
+            read_tied_ids(&view, &mut ranked).await?;
+            let rows: HashMap<RankKey, u64> = ranked
+                .iter()
+                .map(|(h, row)| (RankKey::of(h), *row))
+                .collect();
+            let hits = ranked.into_iter().map(|(h, _)| h).collect();
             let mut groups = self.group(hits, limit).await?;
             if groups.len() >= limit || found < pool || pool >= MAX_POOL {
                 let kept = groups.iter_mut().flat_map(|g| &mut g.hits).collect();
-                fill_details(&view, kept, &rows, false).await?;
+                fill_details(&view, kept, |h| rows.get(&RankKey::of(h)).copied(), false).await?;
                 if q.explain {
                     trace.plan = Some(
                         substrate
@@ -633,13 +646,13 @@ impl SessionStore {
         let mut ids: Vec<String> = hits.iter().map(|h| h.session_id.clone()).collect();
         ids.sort();
         ids.dedup();
-        let mut sessions = self.sessions_by_id(&ids).await?;
+        let mut sessions = self.shared_sessions_by_id(&ids).await?;
         let parents: Vec<String> = sessions
             .values()
             .filter_map(|s| s.parent_session_id.as_ref().map(ToString::to_string))
             .filter(|p| !sessions.contains_key(p))
             .collect();
-        sessions.extend(self.sessions_by_id(&parents).await?);
+        sessions.extend(self.shared_sessions_by_id(&parents).await?);
         let root_of = |id: &str| -> Option<&Session> {
             let s = sessions.get(id)?;
             match s
@@ -647,8 +660,8 @@ impl SessionStore {
                 .as_ref()
                 .and_then(|p| sessions.get(p.as_str()))
             {
-                Some(parent) => Some(parent),
-                None => Some(s),
+                Some(parent) => Some(parent.as_ref()),
+                None => Some(s.as_ref()),
             }
         };
         let mut groups: Vec<SessionGroup> = Vec::new();
@@ -690,7 +703,24 @@ impl SessionStore {
         &self,
         ids: &[String],
     ) -> Result<BTreeMap<String, Session>, StoreError> {
+        Ok(self
+            .shared_sessions_by_id(ids)
+            .await?
+            .into_iter()
+            .map(|(id, s)| (id, Arc::unwrap_or_clone(s)))
+            .collect())
+    }
+
+    /// [`Self::sessions_by_id`] as the memo holds them: a search reads up to a few hundred
+    /// sessions and shows a few, so it copies only those it shows.
+    async fn shared_sessions_by_id(
+        &self,
+        ids: &[String],
+    ) -> Result<BTreeMap<String, Arc<Session>>, StoreError> {
         let mut out = BTreeMap::new();
+        if ids.is_empty() {
+            return Ok(out);
+        }
         let Some(view) = self
             .substrate()
             .read_view(&crate::sessions::schema::SESSIONS)
@@ -705,7 +735,7 @@ impl SessionStore {
             for id in ids {
                 match memo.get(version, id) {
                     Some(Some(s)) => {
-                        out.insert(id.clone(), s.clone());
+                        out.insert(id.clone(), Arc::clone(s));
                     }
                     Some(None) => {}
                     None => missing.push(id),
@@ -729,7 +759,7 @@ impl SessionStore {
                     table: "sessions",
                     detail,
                 })? {
-                    read.insert(s.id.to_string(), s);
+                    read.insert(s.id.to_string(), Arc::new(s));
                 }
             }
         }
@@ -755,10 +785,10 @@ impl SessionStore {
         sessions.sort();
         sessions.dedup();
         let list: Vec<String> = sessions.iter().map(|s| sql_quote(s)).collect();
-        let mut ids: Vec<&str> = messages.iter().map(|(_, m)| m.as_str()).collect();
-        ids.sort();
-        ids.dedup();
-        let ids: Vec<String> = ids.iter().map(|m| sql_quote(m)).collect();
+        let mut message_ids: Vec<&str> = messages.iter().map(|(_, m)| m.as_str()).collect();
+        message_ids.sort();
+        message_ids.dedup();
+        let ids: Vec<String> = message_ids.iter().map(|m| sql_quote(m)).collect();
         // The session index finds the sessions' parts; the message clause keeps the columns
         // of the other messages' parts from being read.
         let filter = format!(
@@ -778,9 +808,8 @@ impl SessionStore {
             "options",
         ];
         let session_filter = format!("session_id IN ({})", list.join(", "));
-        let message_filter = format!("message_id IN ({})", ids.join(", "));
         let batches = match self
-            .parts_by_row_id(&message_filter, &session_filter, messages, &columns)
+            .parts_by_row_id(&message_ids, &session_filter, messages, &columns)
             .await?
         {
             Some(batches) => batches,
@@ -823,8 +852,8 @@ impl SessionStore {
 
 impl SessionStore {
     /// [`Self::parts_of`]'s read without a query plan: the message index alone names the rows
-    /// of the messages' parts (`ReadView::index_rows`; a message id another session also
-    /// uses brings that session's parts too, which the caller leaves out), read by row id with
+    /// of the messages' parts (`ReadView::index_rows_equal_to`; a message id another session
+    /// also uses brings that session's parts too, which the caller leaves out), read by row id with
     /// `columns`. Where that index is not built yet, the session index names the rows of the
     /// sessions' parts, their message ids are read by row id, and `columns` only for the parts
     /// of the messages asked for. A scan with the same filter builds and runs a query plan per
@@ -833,7 +862,7 @@ impl SessionStore {
     /// to read.
     async fn parts_by_row_id(
         &self,
-        message_filter: &str,
+        message_ids: &[&str],
         session_filter: &str,
         messages: &[(String, String)],
         columns: &[&str],
@@ -845,11 +874,8 @@ impl SessionStore {
             table: PARTS.name,
             detail,
         };
-        let projection: Vec<(String, String)> = columns
-            .iter()
-            .map(|c| (c.to_string(), c.to_string()))
-            .collect();
-        if let Some(rows) = view.index_rows(message_filter).await? {
+        let projection = plain(columns);
+        if let Some(rows) = view.index_rows_equal_to("message_id", message_ids).await? {
             if rows.is_empty() {
                 return Ok(Some(Vec::new()));
             }
@@ -867,10 +893,7 @@ impl SessionStore {
         let keys = view
             .take_every_row(
                 &rows,
-                &[
-                    ("session_id".to_owned(), "session_id".to_owned()),
-                    ("message_id".to_owned(), "message_id".to_owned()),
-                ],
+                &plain(&["session_id", "message_id"]),
                 "the session index",
             )
             .await?;
@@ -907,24 +930,82 @@ fn trace_terms(query: &AnalyzedQuery, stats: &TermStats) -> Vec<(String, u64)> {
         .collect()
 }
 
-/// The columns ranking reads of every candidate: its session and id (grouping, and the order
-/// of ties), and the text ([`candidates`] keeps its first [`RANK_CHARS`] characters and its
-/// whole length). Plain columns: Lance reads them without planning an expression per read.
+/// The columns ranking reads of every candidate: its session (grouping) and the text
+/// ([`candidates`] keeps its first [`RANK_CHARS`] characters and its whole length). Its id
+/// only orders ties: [`read_tied_ids`] reads it for those, [`fill_details`] for the hits kept
+/// (`id` is stored in mini-blocks, so each row taken of it decodes a whole block:
+/// docs/benchmarks.md, "HTTP load on `/v1/search`"). Plain columns: Lance reads them without
+/// planning an expression per read.
 fn rank_projection() -> Vec<(String, String)> {
-    ["session_id", "id", "search_text"]
-        .into_iter()
-        .map(|c| (c.to_owned(), c.to_owned()))
-        .collect()
+    plain(&["session_id", "search_text"])
 }
 
 /// The columns a hit shows beyond those ranking read.
 const DETAIL_COLUMNS: [&str; 2] = ["role", "timestamp_text"];
 
+/// A projection of these columns as they are stored (name and expression alike).
+fn plain(columns: &[&str]) -> Vec<(String, String)> {
+    columns
+        .iter()
+        .map(|c| (c.to_string(), c.to_string()))
+        .collect()
+}
+
 /// Every column a candidate is read with, when all are read at once (a scan, the vector arm).
 fn candidate_projection() -> Vec<(String, String)> {
     let mut columns = rank_projection();
-    columns.extend(DETAIL_COLUMNS.map(|c| (c.to_owned(), c.to_owned())));
+    columns.extend(plain(&["id"]));
+    columns.extend(plain(&DETAIL_COLUMNS));
     columns
+}
+
+/// A ranked candidate as [`best_first`] tells it from the others: its score, session and
+/// message id. The id is left empty where [`read_tied_ids`] did not need it; score and session
+/// then tell the candidate apart on their own.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct RankKey(u32, String, String);
+
+impl RankKey {
+    fn of(h: &MessageHit) -> Self {
+        Self(
+            h.score.to_bits(),
+            h.session_id.clone(),
+            h.message_id.clone(),
+        )
+    }
+}
+
+/// Reads the message ids the ranking's order depends on: [`best_first`] orders candidates
+/// with the same score in the same session by message id, and no other candidate's place
+/// depends on its id. The ranking is then the one reading every candidate's id gives.
+async fn read_tied_ids(
+    view: &ReadView,
+    ranked: &mut [(MessageHit, u64)],
+) -> Result<(), StoreError> {
+    let mut order: Vec<usize> = (0..ranked.len()).collect();
+    let key = |i: usize| (ranked[i].0.score.to_bits(), ranked[i].0.session_id.as_str());
+    order.sort_by(|&a, &b| key(a).cmp(&key(b)));
+    let mut tied: Vec<usize> = Vec::new();
+    for run in order.chunk_by(|&a, &b| key(a) == key(b)) {
+        if run.len() > 1 {
+            tied.extend_from_slice(run);
+        }
+    }
+    if tied.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<u64> = tied.iter().map(|&i| ranked[i].1).collect();
+    let batch = view
+        .take_every_row(&rows, &plain(&["id"]), "the tied candidates")
+        .await?;
+    let read = candidates(&batch, Columns::MessageId).map_err(|detail| StoreError::Invalid {
+        table: MESSAGES.name,
+        detail,
+    })?;
+    for (i, r) in tied.into_iter().zip(read) {
+        ranked[i].0.message_id = r.message_id;
+    }
+    Ok(())
 }
 
 /// The row id and Lance's `score` column (`_score` of the inverted index, `_distance` of a
@@ -951,12 +1032,12 @@ fn recalled_rows(batches: &[RecordBatch], score: &str) -> Result<Vec<(u64, f32)>
 }
 
 /// Reads what a hit shows and its candidate was not read with, for the hits kept only, by the
-/// row ids their candidates had: the role and timestamp, and with `with_text` the text too (the
-/// vector arm ranks without it).
+/// row ids their candidates had (`row_of`): the role and timestamp, the message id where the
+/// ranking did not read it, and with `with_text` the text too (the vector arm ranks without it).
 async fn fill_details(
     view: &ReadView,
     mut hits: Vec<&mut MessageHit>,
-    rows: &HashMap<(String, String), u64>,
+    row_of: impl Fn(&MessageHit) -> Option<u64>,
     with_text: bool,
 ) -> Result<(), StoreError> {
     let invalid = |detail| StoreError::Invalid {
@@ -965,33 +1046,34 @@ async fn fill_details(
     };
     let mut ids = Vec::with_capacity(hits.len());
     for h in &hits {
-        let key = (h.session_id.clone(), h.message_id.clone());
-        ids.push(
-            *rows
-                .get(&key)
-                .ok_or_else(|| invalid(format!("hit {}/{} has no row id", key.0, key.1)))?,
-        );
+        ids.push(row_of(h).ok_or_else(|| {
+            invalid(format!(
+                "hit {}/{} has no row id",
+                h.session_id, h.message_id
+            ))
+        })?);
     }
     if ids.is_empty() {
         return Ok(());
     }
-    let mut projection: Vec<(String, String)> = DETAIL_COLUMNS
-        .map(|c| (c.to_owned(), c.to_owned()))
-        .to_vec();
+    let with_id = hits.iter().any(|h| h.message_id.is_empty());
+    let mut projection = plain(&DETAIL_COLUMNS);
+    if with_id {
+        projection.extend(plain(&["id"]));
+    }
     if with_text {
-        projection.extend(
-            rank_projection()
-                .into_iter()
-                .filter(|(n, _)| n == "search_text"),
-        );
+        projection.extend(plain(&["search_text"]));
     }
     let batch = view
         .take_every_row(&ids, &projection, "the hits kept")
         .await?;
-    let read = candidates(&batch, Columns::Details { with_text }).map_err(invalid)?;
+    let read = candidates(&batch, Columns::Details { with_text, with_id }).map_err(invalid)?;
     for (h, r) in hits.iter_mut().zip(read) {
         h.role = r.role;
         h.timestamp = r.timestamp;
+        if h.message_id.is_empty() {
+            h.message_id = r.message_id;
+        }
         if with_text {
             h.text = r.text;
             h.text_chars = r.text_chars;
@@ -1027,13 +1109,16 @@ fn with_min_score(mut hits: Vec<MessageHit>, min: Option<f32>) -> Vec<MessageHit
 enum Columns {
     /// [`candidate_projection`]: everything.
     All,
-    /// [`rank_projection`]: a hit's role and timestamp are left empty for [`fill_details`].
+    /// [`rank_projection`]: a hit's message id, role and timestamp are left empty for
+    /// [`read_tied_ids`] and [`fill_details`].
     Rank,
     /// `session_id` and `id` only (the vector arm): the rest is left empty for [`fill_details`].
     Ids,
-    /// What [`fill_details`] reads: the role and timestamp, and the text `with_text`; the ids
-    /// are left empty.
-    Details { with_text: bool },
+    /// `id` only ([`read_tied_ids`]).
+    MessageId,
+    /// What [`fill_details`] reads: the role and timestamp, the message id `with_id` and the
+    /// text `with_text`; the session id is left empty.
+    Details { with_text: bool, with_id: bool },
 }
 
 /// The candidates of a batch read with `columns`; a column not read is left empty.
@@ -1042,11 +1127,12 @@ fn candidates(b: &RecordBatch, columns: Columns) -> Result<Vec<MessageHit>, Stri
         b.column_by_name(name)
             .ok_or_else(|| format!("column {name} missing from a search result"))
     };
-    let (ids, details, text) = match columns {
-        Columns::All => (true, true, true),
-        Columns::Rank => (true, false, true),
-        Columns::Ids => (true, false, false),
-        Columns::Details { with_text } => (false, true, with_text),
+    let (session, id, details, text) = match columns {
+        Columns::All => (true, true, true, true),
+        Columns::Rank => (true, false, false, true),
+        Columns::Ids => (true, true, false, false),
+        Columns::MessageId => (false, true, false, false),
+        Columns::Details { with_text, with_id } => (false, with_id, true, with_text),
     };
     let read = |name: &str, wanted: bool, i: usize| -> Result<String, String> {
         if !wanted {
@@ -1086,8 +1172,8 @@ fn candidates(b: &RecordBatch, columns: Columns) -> Result<Vec<MessageHit>, Stri
             None => (String::new(), 0),
         };
         out.push(MessageHit {
-            session_id: read("session_id", ids, i)?,
-            message_id: read("id", ids, i)?,
+            session_id: read("session_id", session, i)?,
+            message_id: read("id", id, i)?,
             role: read("role", details, i)?,
             timestamp: read("timestamp_text", details, i)?,
             score: 0.0,

@@ -12,6 +12,7 @@ use rows::RowBuffer;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The session datasets of one pond.
 pub struct SessionStore {
@@ -33,7 +34,7 @@ pub struct SessionStore {
 #[derive(Debug, Default)]
 pub(crate) struct SessionMemo {
     version: Option<u64>,
-    by_id: std::collections::HashMap<String, Option<Session>>,
+    by_id: std::collections::HashMap<String, Option<Arc<Session>>>,
 }
 
 impl SessionMemo {
@@ -42,7 +43,7 @@ impl SessionMemo {
 
     /// What a read of `id` at `version` found: `Some(None)` when it found no such session,
     /// `None` when no read at `version` asked for it.
-    pub(crate) fn get(&self, version: u64, id: &str) -> Option<Option<&Session>> {
+    pub(crate) fn get(&self, version: u64, id: &str) -> Option<Option<&Arc<Session>>> {
         if self.version != Some(version) {
             return None;
         }
@@ -55,7 +56,7 @@ impl SessionMemo {
         &mut self,
         version: u64,
         asked: impl IntoIterator<Item = &'a String>,
-        found: &BTreeMap<String, Session>,
+        found: &BTreeMap<String, Arc<Session>>,
     ) {
         if self.version != Some(version) {
             self.by_id.clear();
@@ -654,7 +655,7 @@ mod tests {
     fn the_session_memo_answers_for_its_version_only_and_starts_over_when_full() {
         let mut memo = SessionMemo::default();
         let asked = ["s1".to_owned(), "gone".to_owned()];
-        let found = BTreeMap::from([("s1".to_owned(), session("s1"))]);
+        let found = BTreeMap::from([("s1".to_owned(), Arc::new(session("s1")))]);
         memo.remember(7, &asked, &found);
         assert_eq!(memo.get(7, "s1").unwrap().unwrap().id.to_string(), "s1");
         assert_eq!(memo.get(7, "gone"), Some(None), "found in no row at 7");
