@@ -177,3 +177,55 @@ fn a_line_with_a_complete_record_and_a_broken_one_reads_the_complete_one() {
             .contains(":3 (record 2 of the line): truncated")
     );
 }
+
+/// A fork whose side branch is one entry written on a main-line entry's line (`{main}{side}`),
+/// the main line going on at the next lines: the native write, which writes a file's entries
+/// as they come while each is the next line alone on it, puts the side entry back right after
+/// its line-mate, not after the main line, because the reader marks every record of a shared
+/// line, the first too.
+#[test]
+fn pi_writes_a_side_entry_sharing_a_main_line_back_in_line_order() {
+    let codec = &pond_codecs::pi::CODEC;
+    let dir = tempfile::tempdir().unwrap();
+    let header = serde_json::json!({"type": "session", "version": 3,
+        "id": "7c1e2d3f-0000-4000-8000-00000000cafe",
+        "timestamp": "2026-01-10T09:00:00.000Z", "cwd": "/home/me/proj"});
+    let entry = |id: &str, parent: Option<&str>, second: u32| {
+        serde_json::json!({"type": "message", "id": id, "parentId": parent,
+            "timestamp": format!("2026-01-10T09:00:{second:02}.000Z"),
+            "message": {"role": "user", "content": format!("entry {id}")}})
+        .to_string()
+    };
+    // u1 - u2 - u4 - u5 is the main line (its leaf is the last entry); s3 forks off u1.
+    let lines = [
+        header.to_string(),
+        entry("u1", None, 1),
+        entry("u2", Some("u1"), 2) + &entry("s3", Some("u1"), 3),
+        entry("u4", Some("u2"), 4),
+        entry("u5", Some("u4"), 5),
+    ];
+    let file = dir.path().join("2026-01-10T09-00-00-000Z_fork.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let (events, _) = read_all(codec, &file).unwrap();
+    let record_in_line = |id: &str| {
+        events.iter().find_map(|e| match e {
+            Event::Message(m) if m.id().as_str() == id => {
+                Some(m.options()["source"]["record_in_line"].clone())
+            }
+            _ => None,
+        })
+    };
+    assert_eq!(record_in_line("u2"), Some(serde_json::json!(1)));
+    assert_eq!(record_in_line("s3"), Some(serde_json::json!(2)));
+    assert_eq!(record_in_line("u4"), Some(serde_json::Value::Null));
+    let written = String::from_utf8(written_file(codec, &file)).unwrap();
+    let ids: Vec<String> = written
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(ids, ["u1", "u2", "s3", "u4", "u5"], "{written}");
+}

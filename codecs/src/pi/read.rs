@@ -55,6 +55,10 @@ struct Entry {
     /// The entry is its line's one record, and the first pass's walk showed the line a JSON
     /// object serde_json reads: the second pass reads the line as one record.
     whole_line: bool,
+    /// Another entry follows it on its line (`{...}{...}`): its message says which record of
+    /// the line it is, the first too, so a native write that writes lines as they come knows
+    /// the line may hold more.
+    shares_line: bool,
 }
 
 /// An entry's `parentId` as the first pass found it.
@@ -86,6 +90,7 @@ impl Entry {
             id: MessageId::from(id.unwrap_or_else(|| scan.position(origin))),
             parent: None,
             whole_line: true,
+            shares_line: false,
         };
         (entry, parent)
     }
@@ -115,6 +120,7 @@ impl Entry {
             },
             parent: None,
             whole_line: false,
+            shares_line: false,
         };
         (entry, parent)
     }
@@ -223,6 +229,11 @@ pub(crate) fn read<'o>(
     );
     if let Err(e) = first_pass {
         return emit(Err(e));
+    }
+    for i in 1..entries.len() {
+        if entries[i].line == entries[i - 1].line {
+            entries[i - 1].shares_line = true;
+        }
     }
     let Some(mut header) = header else {
         if !unrecognized {
@@ -556,9 +567,9 @@ fn mark_source(message: &mut Message, file: &str, entry: &Entry) {
     let source = options_ns(message.options_mut(), "source");
     source.insert("file".into(), Value::from(file));
     source.insert("line".into(), Value::from(entry.line));
-    if entry.record_in_line > 1 {
-        // The second (third, ...) record of a line that held several: the native write puts it
-        // on a line of its own, right after the one before it.
+    if entry.record_in_line > 1 || entry.shares_line {
+        // A record of a line that held several: the native write puts each on a line of its
+        // own, in their order.
         source.insert("record_in_line".into(), Value::from(entry.record_in_line));
     }
     if !entry.has_id {

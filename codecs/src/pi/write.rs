@@ -2,6 +2,11 @@
 //! file they were read from, header first, entries in their original line order (which keeps the
 //! tree: every entry keeps its `id` and `parentId`). An entry shared by two branches is written
 //! once.
+//!
+//! The reader gives a file's main line in line order and its side branches after it, so the
+//! entries are written as they come while each is the next line of the file, alone on it (a file
+//! with no fork is never held); from the first that is not (a side branch's lines lie between the
+//! main line's), the rest are held and written in line order when the source ends.
 
 use super::NAME;
 use super::foreign;
@@ -52,9 +57,17 @@ struct PiFile {
     /// Where it goes when not at its source path (Harness layout).
     out: Option<String>,
     header: Option<Map<String, Value>>,
-    /// Entries by source line, each as its JSON line (held as text, not as values: a file's
-    /// entries are held until its source ends); entries with no line follow, in arrival order.
+    /// The entries not written as they came, by source line, each as its JSON line (held as
+    /// text, not as values, until the source ends); entries with no line follow, in arrival
+    /// order.
     entries: BTreeMap<(u64, u64), Vec<u8>>,
+    /// The line the next entry written at once must come from: `Some` while every entry so far
+    /// came from the line after the one before, alone on it (the header's on line 1), and was
+    /// written as it came; `None` once one did not, or for a file without its main header.
+    stream_next: Option<u64>,
+    /// The last line written as it came (0: none). Every line from 2 to it was written, each
+    /// one record, so an entry from one of them is one already written (a branch's copy).
+    written_through: u64,
 }
 
 #[derive(Default)]
@@ -125,7 +138,13 @@ impl SessionWriter for FileWriter {
             if self.layout == Some(Layout::Harness) {
                 self.files[i].1.out = harness_path(&h);
             }
-            self.files[i].1.header = Some(h);
+            let file = &mut self.files[i].1;
+            // The main session's header, before any entry: its entries may go out as they come.
+            file.stream_next = (session.parent_session_id.is_none()
+                && file.entries.is_empty()
+                && file.written_through == 0)
+                .then_some(2);
+            file.header = Some(h);
         }
         self.sessions.insert(session.id.to_string(), i);
         Ok(())
@@ -156,8 +175,32 @@ impl SessionWriter for FileWriter {
             Some(l) => (l, record_in_line),
             None => (u64::MAX, self.arrivals),
         };
-        if let std::collections::btree_map::Entry::Vacant(slot) = self.files[i].1.entries.entry(key)
+        let (name, file) = &mut self.files[i];
+        // An entry alone on its line (a line of several marks each of its records).
+        if let Some(l) = line
+            && record_in_line == 0
         {
+            if l <= file.written_through {
+                // Written already, as another branch's copy of the entry.
+                return Ok(());
+            }
+            if file.stream_next == Some(l)
+                && let Some(header) = &file.header
+            {
+                let path = file.out.as_ref().unwrap_or(name);
+                self.line.clear();
+                if file.written_through == 0 {
+                    push_line(&mut self.line, &Value::Object(header.clone()));
+                }
+                push_line(&mut self.line, &entry);
+                target.out.append(path, &self.line)?;
+                file.written_through = l;
+                file.stream_next = Some(l + 1);
+                return Ok(());
+            }
+        }
+        file.stream_next = None;
+        if let std::collections::btree_map::Entry::Vacant(slot) = file.entries.entry(key) {
             let line = &mut self.line;
             line.clear();
             push_line(line, &entry);
@@ -199,7 +242,10 @@ impl SessionWriter for FileWriter {
                     file: path.clone(),
                     resume: Some(resume_command(layout, &path, cwd, id)),
                 });
-                push_line(&mut bytes, &Value::Object(header));
+                // Where entries went out as they came, the header went before them.
+                if file.written_through == 0 {
+                    push_line(&mut bytes, &Value::Object(header));
+                }
             } else {
                 target.losses.record(
                     "pi_header",
