@@ -493,7 +493,7 @@ impl ReadView {
         self.live_rows(mask).await
     }
 
-    /// [`Self::index_rows`] of `column IN (values)` (`values` not empty), asked of the
+    /// [`Self::index_rows`] of `column IN (values)` (none for no values), asked of the
     /// column's index one value at a time: a B-tree answers an in-list by hashing every entry
     /// of each page that may hold one of the values, an equality by comparing them
     /// (docs/benchmarks.md, "HTTP load on `/v1/search`: fewer columns, fewer hashes").
