@@ -21,7 +21,8 @@ pub enum Transport {
 ///
 /// HTTP binds 127.0.0.1:7433 unless told otherwise; every response carries X-Pond-Request-Id,
 /// which the log line of the request (on stderr) carries too. SIGTERM or Ctrl-C stops taking
-/// requests and lets those in flight finish.
+/// requests and lets those in flight finish. HTTP runs one serving thread per core
+/// (TOKIO_WORKER_THREADS=N for another number); each connection stays on one of them.
 #[derive(clap::Args)]
 pub struct ServeArgs {
     #[command(flatten)]
@@ -130,8 +131,25 @@ fn survive_closed_peers() {
     }
 }
 
+/// `pond serve`'s HTTP threads each run their own requests from start to end (one
+/// single-threaded runtime per thread: `pond_server::http::serve`), so a store read through
+/// Lance's io_uring reader can be submitted and completed by the thread that needs it instead
+/// of a ring thread woken for each read (docs/decisions.md, "One runtime per serving thread").
+/// Lance reads the switch from the environment as it opens each file; set here, before the
+/// store is opened, unless the person running pond set it either way.
+fn reads_completed_by_their_thread() {
+    const SWITCH: &str = "LANCE_URING_CURRENT_THREAD";
+    if std::env::var_os(SWITCH).is_none() {
+        // SAFETY: called first thing in the verb, while `main`'s thread is the only one.
+        unsafe { std::env::set_var(SWITCH, "1") }
+    }
+}
+
 pub fn serve(args: ServeArgs, _json: bool) -> ExitCode {
     survive_closed_peers();
+    if matches!(args.transport, Transport::Http) {
+        reads_completed_by_their_thread();
+    }
     args.cache.apply();
     let (pond, location) = match args.data.pond() {
         Ok(p) => p,
@@ -167,15 +185,18 @@ fn mcp_stdio(pond: Pond) -> ExitCode {
 }
 
 fn http(pond: Pond, store: &str, bind: SocketAddr, concurrency: usize) -> ExitCode {
-    let rt = runtime();
-    let listener = match rt.block_on(tokio::net::TcpListener::bind(bind)) {
+    let listener = match std::net::TcpListener::bind(bind) {
         Ok(l) => l,
         Err(e) => return fail("serve", format!("cannot listen on {bind}: {e}")),
     };
     let local = listener
         .local_addr()
         .map_or(bind.to_string(), |a| a.to_string());
-    eprintln!("pond serve: store {store}, listening on http://{local}");
+    let workers = serving_threads();
+    eprintln!(
+        "pond serve: store {store}, {workers} serving thread{}, listening on http://{local}",
+        if workers == 1 { "" } else { "s" }
+    );
     let router = pond_server::http::router(pond, concurrency);
     let shutdown = async {
         use tokio::signal::unix::{SignalKind, signal};
@@ -189,10 +210,20 @@ fn http(pond: Pond, store: &str, bind: SocketAddr, concurrency: usize) -> ExitCo
         }
         eprintln!("pond serve: stopping; letting requests in flight finish");
     };
-    match rt.block_on(pond_server::http::serve(listener, router, shutdown)) {
+    match pond_server::http::serve(listener, router, workers, shutdown) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail("serve", e),
     }
+}
+
+/// How many threads serve HTTP: `TOKIO_WORKER_THREADS` where set (tokio's own name for it), else
+/// one per core.
+fn serving_threads() -> usize {
+    std::env::var("TOKIO_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 fn install(args: InstallArgs, json: bool) -> ExitCode {

@@ -21,7 +21,7 @@ use axum::routing::{get, post};
 use futures::FutureExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,15 +62,158 @@ pub fn router(pond: Pond, concurrency: usize) -> Router {
         .with_state(shared)
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves, then lets requests in flight finish.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
+/// Serves `router` on `listener` with `workers` threads, each running its own single-threaded
+/// runtime, until `shutdown` resolves; then each lets its requests in flight finish.
+///
+/// The first thread also accepts, and hands the connections to the threads in turn, so a
+/// connection's requests all run on one thread. That is what lets a store's reads go through
+/// io_uring on the thread that issued them (`LANCE_URING_CURRENT_THREAD`, set by `pond serve`):
+/// no ring thread woken per read and no hand-off back, about a fifth of a loaded search's CPU
+/// (docs/benchmarks.md, "HTTP load on `/v1/search`: one runtime per core"). Nothing here knows
+/// what a request does; every handler runs the same on any thread.
+pub fn serve(
+    listener: std::net::TcpListener,
     router: Router,
+    workers: usize,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    let workers = workers.max(1);
+    listener.set_nonblocking(true)?;
+    let local = listener.local_addr()?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut hands = Vec::with_capacity(workers);
+    let mut inboxes = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let (hand, inbox) = tokio::sync::mpsc::unbounded_channel();
+        hands.push(hand);
+        inboxes.push(inbox);
+    }
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    };
+    let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+        // An error means the sender is gone: the acceptor has ended, so stop too.
+        let _ = stopped.wait_for(|s| *s).await;
+    };
+    let first = inboxes.remove(0);
+    std::thread::scope(|scope| {
+        let others: Vec<_> = inboxes
+            .into_iter()
+            .enumerate()
+            .map(|(i, inbox)| {
+                let (router, stopped) = (router.clone(), stopped.clone());
+                std::thread::Builder::new()
+                    .name(format!("pond-serve-{}", i + 1))
+                    .spawn_scoped(scope, move || {
+                        runtime()?.block_on(
+                            axum::serve(Handed(inbox, local), router)
+                                .with_graceful_shutdown(until_stopped(stopped))
+                                .into_future(),
+                        )
+                    })
+            })
+            .collect::<std::io::Result<_>>()?;
+        let first = runtime()?.block_on(async {
+            let accepting = accept(tokio::net::TcpListener::from_std(listener)?, hands, {
+                let stopped = stopped.clone();
+                until_stopped(stopped)
+            });
+            let serving = axum::serve(Handed(first, local), router)
+                .with_graceful_shutdown(until_stopped(stopped.clone()))
+                .into_future();
+            let signalled = async {
+                shutdown.await;
+                let _ = stop.send(true);
+            };
+            let (accepted, served, ()) = tokio::join!(accepting, serving, signalled);
+            accepted.and(served)
+        });
+        others
+            .into_iter()
+            .map(
+                |t: std::thread::ScopedJoinHandle<'_, std::io::Result<()>>| {
+                    t.join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("a server thread panicked")))
+                },
+            )
+            .fold(first, |all, one| all.and(one))
+    })
+}
+
+/// Accepts connections until `stop` resolves, handing them to the serving threads in turn.
+/// A failed accept is logged; one that says the process is out of descriptors waits a moment
+/// first, as axum's own loop does.
+async fn accept(
+    listener: tokio::net::TcpListener,
+    hands: Vec<tokio::sync::mpsc::UnboundedSender<std::net::TcpStream>>,
+    stop: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    tokio::pin!(stop);
+    let mut next = 0usize;
+    loop {
+        let accepted = tokio::select! {
+            () = &mut stop => return Ok(()),
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                // A connection whose socket cannot be detached is dropped: its client sees it
+                // closed and may retry; the others are unaffected.
+                match stream.into_std() {
+                    Ok(stream) => {
+                        let _ = hands[next % hands.len()].send(stream);
+                        next = next.wrapping_add(1);
+                    }
+                    Err(e) => eprintln!("pond serve: dropped a connection: {e}"),
+                }
+            }
+            Err(e) => {
+                eprintln!("pond serve: accept failed: {e}");
+                if !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionAborted
+                        | std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::ConnectionRefused
+                ) {
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
+}
+
+/// The connections one serving thread was handed, as axum's listener.
+struct Handed(
+    tokio::sync::mpsc::UnboundedReceiver<std::net::TcpStream>,
+    std::net::SocketAddr,
+);
+
+impl axum::serve::Listener for Handed {
+    type Io = tokio::net::TcpStream;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Some(stream) = self.0.recv().await else {
+                // The acceptor has stopped: no connection comes any more, and the graceful
+                // shutdown ends this thread's serving.
+                return std::future::pending().await;
+            };
+            let addr = stream.peer_addr();
+            match (tokio::net::TcpStream::from_std(stream), addr) {
+                (Ok(stream), Ok(addr)) => return (stream, addr),
+                (Err(e), _) | (_, Err(e)) => {
+                    eprintln!("pond serve: dropped a connection: {e}")
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(self.1)
+    }
 }
 
 /// Around every request: its id (header and log line), the concurrency bound, and a handler
@@ -213,4 +356,60 @@ async fn wrong_method(method: Method, uri: axum::http::Uri) -> Response {
             uri.path()
         ),
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// One request on its own connection; the body of the answer.
+    fn get_body(addr: std::net::SocketAddr) -> String {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.write_all(b"GET /thread HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        answer
+            .split("\r\n\r\n")
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    #[test]
+    fn connections_are_served_by_every_thread_in_turn_and_all_stop_together() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = Router::new().route(
+            "/thread",
+            get(|| async { std::thread::current().name().unwrap_or("").to_owned() }),
+        );
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = std::thread::spawn(move || {
+            serve(listener, router, 3, async {
+                let _ = stopped.await;
+            })
+        });
+        let threads: Vec<String> = (0..6).map(|_| get_body(addr)).collect();
+        // The acceptor's thread serves the first connection, the others the next in turn.
+        let main = threads[0].clone();
+        assert_eq!(
+            threads,
+            [
+                main.as_str(),
+                "pond-serve-1",
+                "pond-serve-2",
+                main.as_str(),
+                "pond-serve-1",
+                "pond-serve-2"
+            ]
+        );
+        assert_ne!(main, "pond-serve-1");
+        stop.send(()).unwrap();
+        // Every thread's serving ends, and `serve` with them.
+        server.join().unwrap().unwrap();
+        assert!(std::net::TcpStream::connect(addr).is_err());
+    }
 }
