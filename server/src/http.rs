@@ -143,8 +143,9 @@ pub fn serve(
 }
 
 /// Accepts connections until `stop` resolves, handing them to the serving threads in turn.
-/// A failed accept is logged; one that says the process is out of descriptors waits a moment
-/// first, as axum's own loop does.
+/// A failed accept is logged; unless it concerns that one connection (aborted, reset, refused),
+/// the loop then waits a second (out of descriptors, say), as axum's own loop does. A thread
+/// whose runtime could not start takes no connection: those handed to it are closed.
 async fn accept(
     listener: tokio::net::TcpListener,
     hands: Vec<tokio::sync::mpsc::UnboundedSender<std::net::TcpStream>>,
