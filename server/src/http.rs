@@ -69,8 +69,8 @@ pub fn router(pond: Pond, concurrency: usize) -> Router {
 /// connection's requests all run on one thread. That is what lets a store's reads go through
 /// io_uring on the thread that issued them (`LANCE_URING_CURRENT_THREAD`, set by `pond serve`):
 /// no ring thread woken per read and no hand-off back, about a fifth of a loaded search's CPU
-/// (docs/benchmarks.md, "HTTP load on `/v1/search`: one runtime per core"). Nothing here knows
-/// what a request does; every handler runs the same on any thread.
+/// (docs/benchmarks.md, "HTTP load on `/v1/search`: one runtime per serving thread"). Nothing
+/// here knows what a request does; every handler runs the same on any thread.
 pub fn serve(
     listener: std::net::TcpListener,
     router: Router,
