@@ -230,20 +230,24 @@ fn convert_on(
                         }
                         // A carrier crosses as its line (a copy of its text): the writer builds
                         // its message only if it needs it, as on one thread.
-                        batch.push(match item {
-                            Ok(Item::Carried(carried)) => Piece::Carried(carried.to_owned()),
-                            Ok(Item::Event(event)) => Piece::Item(Ok(event)),
+                        match item {
+                            Ok(Item::Carried(carried)) => {
+                                batch.push(Piece::Carried(carried.to_owned()))
+                            }
+                            Ok(Item::Event(event)) => batch.push(Piece::Item(Ok(event))),
                             // The writing thread makes the message while it has nothing queued
                             // (it would wait otherwise); this one, while it has.
                             Ok(Item::Deferred(make)) => {
                                 if queued.load(Ordering::Relaxed) == 0 {
-                                    Piece::Deferred(make)
+                                    batch.push(Piece::Deferred(make))
                                 } else {
-                                    Piece::Item(make(source).map(Event::Message))
+                                    make(source, &mut |made| {
+                                        batch.push(Piece::Item(made.map(Event::Message)))
+                                    })
                                 }
                             }
-                            Err(e) => Piece::Item(Err(e)),
-                        });
+                            Err(e) => batch.push(Piece::Item(Err(e))),
+                        }
                         if batch.len() >= PIPELINE_BATCH {
                             queued.fetch_add(1, Ordering::Relaxed);
                             closed = tx.send(std::mem::replace(&mut batch, fresh())).is_err();
@@ -285,7 +289,7 @@ fn convert_on(
                         Piece::Deferred(_) => {
                             // Taken out to be run; an `End` is left in its place.
                             if let Piece::Deferred(make) = std::mem::replace(piece, Piece::End) {
-                                feed.made(make(source));
+                                make(source, &mut |made| feed.made(made));
                             }
                         }
                         Piece::End => break,
@@ -392,7 +396,7 @@ impl<'a> Feed<'a> {
             Err(e) => self.summary.errors.push(e),
             Ok(Item::Event(event)) => self.event(&event),
             Ok(Item::Carried(carried)) => self.carried(&carried),
-            Ok(Item::Deferred(make)) => self.made(make(source)),
+            Ok(Item::Deferred(make)) => make(source, &mut |made| self.made(made)),
         }
     }
 

@@ -102,17 +102,19 @@ pub enum Item<'a> {
 /// thread is waiting for work, and on the reading thread otherwise, so that neither thread idles
 /// while the other has work it could share (docs/decisions.md, "A conversion's threads share
 /// the mapping"). Run with the source unit the item was read from; it gives exactly the message,
-/// or the fault, that [`ReadFace::read`] gives at the same place.
-pub type Deferred = Box<dyn FnOnce(&Origin) -> Result<Message, ParseError> + Send>;
+/// or the fault, that [`ReadFace::read`] gives at the same place: each message and fault in
+/// turn to the sink it is given (a line of several records gives several, a faulty line its
+/// fault).
+pub type Deferred = Box<dyn FnOnce(&Origin, &mut dyn FnMut(Result<Message, ParseError>)) + Send>;
 
 impl Item<'_> {
-    /// The event this item stands for: a carried line becomes its carrier message, a deferred
-    /// message is made (`source`: the unit it was read from).
-    pub fn into_event(self, source: &Origin) -> Result<Event, ParseError> {
+    /// The events this item stands for, in order, to `emit`: a carried line becomes its carrier
+    /// message, a deferred line is made (`source`: the unit it was read from).
+    pub fn into_events(self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
         match self {
-            Item::Event(event) => Ok(event),
-            Item::Carried(carried) => Ok(Event::Message(carried.message())),
-            Item::Deferred(make) => make(source).map(Event::Message),
+            Item::Event(event) => emit(Ok(event)),
+            Item::Carried(carried) => emit(Ok(Event::Message(carried.message()))),
+            Item::Deferred(make) => make(source, &mut |made| emit(made.map(Event::Message))),
         }
     }
 }
@@ -123,7 +125,10 @@ pub(crate) fn events<'a>(
     source: &'a Origin,
     emit: &'a mut dyn FnMut(Result<Event, ParseError>),
 ) -> impl FnMut(Result<Item<'_>, ParseError>) + 'a {
-    move |item| emit(item.and_then(|i| i.into_event(source)))
+    move |item| match item {
+        Ok(item) => item.into_events(source, emit),
+        Err(e) => emit(Err(e)),
+    }
 }
 
 /// A placement-rule-3 carrier (spec 6.5) whose record is still the text of its source line: a

@@ -749,13 +749,21 @@ impl SurveyLine<'_> {
 /// Whether `bytes` hold a `\u` escape of a UTF-16 surrogate (`\uD800`-`\uDFFF`), which
 /// serde_json and simd-json do not treat alike when unpaired.
 fn has_surrogate_escape(bytes: &[u8]) -> bool {
-    memchr::memmem::find_iter(bytes, b"\\u").any(|i| {
+    u_escapes(bytes).any(|i| {
         matches!(bytes.get(i + 2), Some(b'd' | b'D'))
             && matches!(
                 bytes.get(i + 3),
                 Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
             )
     })
+}
+
+/// Where each `\u` of `bytes` is (a `\u` escape, or text such as `\\u`), by a searcher built
+/// once: built for every line, its set-up was 1.6% of a conversion's samples.
+pub(crate) fn u_escapes(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\\u"));
+    FINDER.find_iter(bytes)
 }
 
 /// Whether `bytes` hold a byte below 0x20 (a control character; whitespace between tokens too).

@@ -135,7 +135,11 @@ fn deferred_is_read(reader: &dyn ReadFace, source: &Origin) {
         Err(e) => items.push(Err(e.to_string())),
     });
     for (at, make) in later.into_iter().rev() {
-        items[at] = make(source).map(Event::Message).map_err(|e| e.to_string());
+        let mut made: Stream = Vec::new();
+        make(source, &mut |m| {
+            made.push(m.map(Event::Message).map_err(|e| e.to_string()))
+        });
+        items.splice(at..=at, made);
     }
     assert!(
         plain == items,

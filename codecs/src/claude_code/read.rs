@@ -503,8 +503,11 @@ fn deferred(
 ) -> crate::face::Deferred {
     let at = record.locator().clone();
     let fields = record.into_rest().into_inner();
-    Box::new(move |origin: &Origin| {
-        let record = Record::from_value(origin, at, Value::Object(fields))?;
+    Box::new(move |origin: &Origin, emit| {
+        let record = match Record::from_value(origin, at, Value::Object(fields)) {
+            Ok(record) => record,
+            Err(e) => return emit(Err(e)),
+        };
         let mut ctx = LineContext {
             session: &session,
             anchor: &anchor,
@@ -512,7 +515,7 @@ fn deferred(
             tool_names: &mut tool_names,
         };
         // `timestamp_faultless` held: no fault to report.
-        Ok(records::place(record, &mut ctx).0)
+        emit(Ok(records::place(record, &mut ctx).0))
     })
 }
 

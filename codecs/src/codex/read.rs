@@ -379,10 +379,18 @@ enum Survey {
     Read,
 }
 
-/// What the walk of a line of an open session shows, without building its value. Both forms
-/// that hand a line over as its text need a JSON object serde_json reads
-/// ([`jsonl::scan_strict`]: one record, no fault in reading it), with no `ordinal` (so its id
-/// is its line) and a `timestamp`, if a string, that is usable (so [`place_record`] reports no
+/// What the walk of a line of an open session shows, without building its value.
+///
+/// A `response_item` line is walked only as far as its `type` (a tool output is most of a
+/// rollout's bytes, and walking it was a seventh of a two-thread conversion's time): with
+/// `defer`, it is deferred there ([`deferred`] reads it as [`ReadFace::read`] does, faults and
+/// several records on a line included), unless its text may name an `ordinal`
+/// ([`may_name_ordinal`]), whose id depends on the ordinals read before it (the reader's
+/// state); without `defer` it is read here.
+///
+/// Any other line that a form handing it over as its text takes must be a JSON object serde_json
+/// reads ([`jsonl::scan_strict`]: one record, no fault in reading it), with no `ordinal` (so its
+/// id is its line) and a `timestamp`, if a string, that is usable (so [`place_record`] reports no
 /// fault). Such a line is a carrier when it is an envelope whose `type` is not `response_item`,
 /// small enough that no value in it meets the per-value bound (placement rule 3); any other is
 /// deferred when `defer` asks for it.
@@ -391,11 +399,21 @@ fn survey(line: u64, bytes: &[u8], defer: bool) -> Survey {
     if !defer && !small {
         return Survey::Read;
     }
-    // Without `defer`, a `response_item` is read as a message: its line is not walked further.
-    let give_up =
-        |key: &str, text: Option<&str>| !defer && key == "type" && text == Some("response_item");
+    let item = std::cell::Cell::new(false);
+    let give_up = |key: &str, text: Option<&str>| {
+        item.set(key == "type" && text == Some("response_item"));
+        item.get()
+    };
     let wanted = ["type", "payload", "ordinal", "timestamp"];
-    let Some(scan) = jsonl::scan_strict(line, bytes, &wanted, &give_up) else {
+    let scan = jsonl::scan_strict(line, bytes, &wanted, &give_up);
+    if item.get() {
+        return if defer && !may_name_ordinal(bytes) {
+            Survey::Deferred
+        } else {
+            Survey::Read
+        };
+    }
+    let Some(scan) = scan else {
         return Survey::Read;
     };
     if scan.has("ordinal") || !scan.str("timestamp").is_none_or(Timestamp::is_valid) {
@@ -411,8 +429,25 @@ fn survey(line: u64, bytes: &[u8], defer: bool) -> Survey {
     }
 }
 
-/// A line [`survey`] deferred: the line (a copy) and what [`Rollout::place`] does with it, so the
-/// message is the same on whichever thread it is made.
+/// Whether a line's text may hold a member named `ordinal`: the word itself anywhere, or a `\u`
+/// escape of one of its letters (`\u0061`-`\u006f` and `\u0072`), which a key may be spelled
+/// with. Errs towards yes: a line it passes has no `ordinal` member at any depth.
+fn may_name_ordinal(bytes: &[u8]) -> bool {
+    static ORDINAL: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"ordinal"));
+    ORDINAL.find(bytes).is_some()
+        || jsonl::u_escapes(bytes).any(|i| {
+            matches!(
+                bytes.get(i + 2..i + 6),
+                Some([b'0', b'0', b'6', _] | [b'0', b'0', b'7', b'2'])
+            )
+        })
+}
+
+/// A line [`survey`] deferred: the line (a copy) and what [`ReadFace::read`] does with it in an
+/// open session (each record of it placed, each fault reported, in order), so that what it
+/// makes is the same on whichever thread it is made. The reader's state enters only through an
+/// `ordinal`, which the survey found the line cannot hold: each record's id is its place.
 fn deferred(
     line: u64,
     bytes: &[u8],
@@ -421,20 +456,30 @@ fn deferred(
     wanted: Option<&'static [&'static str]>,
 ) -> crate::face::Deferred {
     let bytes = bytes.to_vec();
-    Box::new(move |origin: &Origin| {
-        let record = jsonl::record_here(origin, line, &bytes)?;
-        // Its id is its line: the survey found no `ordinal`.
-        let id = MessageId::from(record.position());
-        let at = record.locator().clone();
-        // The survey found the timestamp usable: placing reports no fault.
-        place_record(&session, &anchor, id, record, wanted, &mut |_| {}).ok_or_else(|| {
-            origin.error(
-                at,
-                ParseErrorKind::Unrecognized {
-                    detail: "a response item whose payload is no object".into(),
-                },
-            )
-        })
+    Box::new(move |origin: &Origin, emit| {
+        let place = |record: Record<'_>, emit: &mut dyn FnMut(Result<Message, ParseError>)| {
+            let id = MessageId::from(record.position());
+            let made = place_record(&session, &anchor, id, record, wanted, &mut |e| emit(Err(e)));
+            if let Some(message) = made {
+                emit(Ok(message));
+            }
+        };
+        match jsonl::record_here(origin, line, &bytes) {
+            Ok(record) => place(record, emit),
+            // A faulty line, or one of several records: read again as `read` reads it (rare,
+            // so by a parser of its own).
+            Err(_) => {
+                let mut records = Vec::new();
+                jsonl::LineParser::default()
+                    .each_record(origin, line, &bytes, &mut |r| records.push(r));
+                for record in records {
+                    match record {
+                        Ok(record) => place(record, emit),
+                        Err(e) => emit(Err(e)),
+                    }
+                }
+            }
+        }
     })
 }
 

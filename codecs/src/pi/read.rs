@@ -484,11 +484,11 @@ fn deferred(
     prune: Option<jsonl::Prune>,
 ) -> crate::face::Deferred {
     let bytes = bytes.to_vec();
-    Box::new(move |origin: &Origin| {
+    Box::new(move |origin: &Origin, emit| {
         let record = entry_record(prune.as_ref(), |p| {
             jsonl::record_here_pruned(origin, entry.line, &bytes, p)
         });
-        match record {
+        emit(match record {
             Ok(record) => Ok(map_entry(
                 record,
                 &entry,
@@ -498,7 +498,7 @@ fn deferred(
                 prune.as_ref().map(|p| p.wanted),
             )),
             Err(_) => Err(changed(origin, entry.locator())),
-        }
+        })
     })
 }
 
