@@ -746,6 +746,88 @@ impl SurveyLine<'_> {
     }
 }
 
+/// A [`SurveyLine`] apart from the bytes it was read from: each string it borrowed kept as its
+/// place in them, so that a survey made on one thread ([`each_line_surveyed`]) is used on another
+/// with the same bytes, and nothing is copied.
+#[derive(Debug)]
+pub struct DetachedSurvey {
+    line: u64,
+    record_in_line: u64,
+    fields: Vec<(&'static str, Detached)>,
+    strict: bool,
+}
+
+/// A [`Scalar`] apart from its line.
+#[derive(Debug)]
+enum Detached {
+    At(std::ops::Range<usize>),
+    Owned(String),
+    Bool(bool),
+    Other,
+}
+
+impl SurveyLine<'_> {
+    /// This survey of `bytes`, apart from them ([`DetachedSurvey::attach`] gives it back).
+    pub fn detach(self, bytes: &[u8]) -> DetachedSurvey {
+        let base = bytes.as_ptr() as usize;
+        let fields = self
+            .fields
+            .into_iter()
+            .map(|(key, value)| {
+                let value = match value {
+                    Scalar::Str(Cow::Borrowed(s)) => {
+                        match (s.as_ptr() as usize).checked_sub(base) {
+                            Some(at) if at + s.len() <= bytes.len() => {
+                                Detached::At(at..at + s.len())
+                            }
+                            _ => Detached::Owned(s.to_owned()),
+                        }
+                    }
+                    Scalar::Str(Cow::Owned(s)) => Detached::Owned(s),
+                    Scalar::Bool(b) => Detached::Bool(b),
+                    Scalar::Other => Detached::Other,
+                };
+                (key, value)
+            })
+            .collect();
+        DetachedSurvey {
+            line: self.line,
+            record_in_line: self.record_in_line,
+            fields,
+            strict: self.strict,
+        }
+    }
+}
+
+impl DetachedSurvey {
+    /// The survey again, of `bytes`: the bytes it was detached from.
+    pub fn attach(self, bytes: &[u8]) -> SurveyLine<'_> {
+        let fields = self
+            .fields
+            .into_iter()
+            .map(|(key, value)| {
+                let value = match value {
+                    Detached::At(range) => match bytes.get(range).map(std::str::from_utf8) {
+                        Some(Ok(s)) => Scalar::Str(Cow::Borrowed(s)),
+                        // Not the bytes it was read from: nothing to borrow.
+                        _ => Scalar::Other,
+                    },
+                    Detached::Owned(s) => Scalar::Str(Cow::Owned(s)),
+                    Detached::Bool(b) => Scalar::Bool(b),
+                    Detached::Other => Scalar::Other,
+                };
+                (key, value)
+            })
+            .collect();
+        SurveyLine {
+            line: self.line,
+            record_in_line: self.record_in_line,
+            fields,
+            strict: self.strict,
+        }
+    }
+}
+
 /// Whether `bytes` hold a `\u` escape of a UTF-16 surrogate (`\uD800`-`\uDFFF`), which
 /// serde_json and simd-json do not treat alike when unpaired.
 fn has_surrogate_escape(bytes: &[u8]) -> bool {
@@ -1850,6 +1932,50 @@ mod tests {
             "some lines were surveyed on another thread"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_detached_survey_attached_to_its_bytes_is_the_survey() {
+        let wanted = ["type", "uuid", "isSidechain", "n", "cwd"];
+        let lines: [&[u8]; 4] = [
+            br#"{"type":"user","message":{"content":"x","k":3},"uuid":"u-1","isSidechain":false}"#,
+            // An escape in a wanted string: read by the slow path, owned.
+            br#"{"type":"us\u0065r","cwd":"/a\"b","uuid":"u-2","isSidechain":true}"#,
+            br#"{"type":"summary","n":{"deep":[1,2]},"cwd":null}"#,
+            br#"{}"#,
+        ];
+        let mut borrowed = 0;
+        for (i, bytes) in lines.iter().enumerate() {
+            let direct = survey_fields(i as u64 + 1, bytes, &wanted).unwrap();
+            let detached = survey_fields(i as u64 + 1, bytes, &wanted)
+                .unwrap()
+                .detach(bytes);
+            borrowed += detached
+                .fields
+                .iter()
+                .filter(|(_, v)| matches!(v, Detached::At(_)))
+                .count();
+            // Across a thread, as `each_line_surveyed` takes it.
+            let detached = std::thread::spawn(move || detached).join().unwrap();
+            let again = detached.attach(bytes);
+            assert_eq!(format!("{again:?}"), format!("{direct:?}"), "line {i}");
+            for key in wanted {
+                assert_eq!(again.str(key), direct.str(key), "{key} of line {i}");
+                assert_eq!(again.bool(key), direct.bool(key), "{key} of line {i}");
+                assert_eq!(again.has(key), direct.has(key), "{key} of line {i}");
+            }
+            assert_eq!(again.is_strict(), direct.is_strict());
+        }
+        assert!(
+            borrowed >= 3,
+            "{borrowed} strings kept as places in their line"
+        );
+        // Strings from elsewhere than the bytes given are kept as their own copies.
+        let other = br#"{"type":"user"}"#;
+        let survey = survey_fields(1, other, &wanted).unwrap();
+        let detached = survey.detach(b"{}");
+        assert!(matches!(detached.fields[0].1, Detached::Owned(_)));
+        assert_eq!(detached.attach(b"{}").str("type"), Some("user"));
     }
 
     #[test]

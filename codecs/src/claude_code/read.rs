@@ -243,7 +243,10 @@ const SURVEY_FIELDS: [&str; 8] = [
     "sessionId",
 ];
 
-fn survey(source: &Origin, held: Option<&[u8]>) -> Result<Survey, ParseError> {
+/// The first pass over a file: its groups (sessions) and what each line is. With `two_threads`
+/// (a conversion, whose writing thread has nothing to do until the first message) the walk of
+/// the lines, the pass's work, runs on two threads ([`jsonl::each_line_surveyed`]).
+fn survey(source: &Origin, held: Option<&[u8]>, two_threads: bool) -> Result<Survey, ParseError> {
     let agent_file = is_agent_file(source);
     let mut groups = vec![Group::new(GroupKind::File, 1)];
     let mut lines = Vec::new();
@@ -311,11 +314,14 @@ fn survey(source: &Origin, held: Option<&[u8]>) -> Result<Survey, ParseError> {
             carried,
         }
     };
-    jsonl::each_line(source, held, |line, bytes| {
-        // Only the envelope fields the survey needs are decoded; the rest is skipped unbuilt.
+    // Only the envelope fields the survey needs are decoded; the rest is skipped unbuilt.
+    let walk = |line: u64, bytes: &[u8]| {
+        jsonl::survey_fields(line, bytes, &SURVEY_FIELDS).map(|scan| scan.detach(bytes))
+    };
+    jsonl::each_line_surveyed(source, held, two_threads, walk, |line, bytes, walked| {
         // A line the second pass will reject (not JSON, not an object) is skipped here too.
         let Ok(bytes) = bytes else { return };
-        let Some(scan) = jsonl::survey_fields(line, bytes, &SURVEY_FIELDS) else {
+        let Some(scan) = walked.map(|w| w.attach(bytes)) else {
             // A line of several records (`{...}{...}`): each is a record of its own, and none
             // is carried as its text (the line is not one record).
             if let Some(pieces) = jsonl::records_on_line(bytes) {
@@ -363,7 +369,7 @@ fn read_source(
         Ok(h) => h,
         Err(e) => return emit(Err(e)),
     };
-    let survey = match survey(source, held.as_deref()) {
+    let survey = match survey(source, held.as_deref(), defer) {
         Ok(s) => s,
         Err(e) => return emit(Err(e)),
     };
