@@ -235,18 +235,18 @@ fn convert_on(
                                 batch.push(Piece::Carried(carried.to_owned()))
                             }
                             Ok(Item::Event(event)) => batch.push(Piece::Item(Ok(event))),
+                            Err(e) => batch.push(Piece::Item(Err(e))),
                             // The writing thread makes the message while it has nothing queued
                             // (it would wait otherwise); this one, while it has.
-                            Ok(Item::Deferred(make)) => {
-                                if queued.load(Ordering::Relaxed) == 0 {
-                                    batch.push(Piece::Deferred(make))
-                                } else {
-                                    make(source, &mut |made| {
-                                        batch.push(Piece::Item(made.map(Event::Message)))
-                                    })
-                                }
+                            Ok(Item::Deferred(make) | Item::Parsed(make))
+                                if queued.load(Ordering::Relaxed) > 0 =>
+                            {
+                                make(source, &mut |made| {
+                                    batch.push(Piece::Item(made.map(Event::Message)))
+                                })
                             }
-                            Err(e) => batch.push(Piece::Item(Err(e))),
+                            Ok(Item::Deferred(make)) => batch.push(Piece::Deferred(make)),
+                            Ok(Item::Parsed(make)) => batch.push(Piece::Parsed(make)),
                         }
                         if batch.len() >= PIPELINE_BATCH {
                             queued.fetch_add(1, Ordering::Relaxed);
@@ -286,12 +286,27 @@ fn convert_on(
                         Piece::Item(Ok(event)) => feed.event(event),
                         Piece::Item(Err(e)) => feed.summary.errors.push(e.clone()),
                         Piece::Carried(carried) => feed.carried(&carried.carried(source)),
-                        Piece::Deferred(_) => {
-                            // Taken out to be run; an `End` is left in its place.
-                            if let Piece::Deferred(make) = std::mem::replace(piece, Piece::End) {
-                                make(source, &mut |made| feed.made(made));
+                        Piece::Deferred(_) | Piece::Parsed(_) => {
+                            // Taken out to be run; an `End` is left in its place, or what was
+                            // made, to be freed with the batch on the reading thread.
+                            match std::mem::replace(piece, Piece::End) {
+                                Piece::Deferred(make) => make(source, &mut |made| feed.made(made)),
+                                Piece::Parsed(make) => {
+                                    let mut made = Vec::new();
+                                    make(source, &mut |m| match m {
+                                        Ok(message) => {
+                                            let event = Event::Message(message);
+                                            feed.event(&event);
+                                            made.push(event);
+                                        }
+                                        Err(e) => feed.summary.errors.push(e),
+                                    });
+                                    *piece = Piece::Made(made);
+                                }
+                                _ => {}
                             }
                         }
+                        Piece::Made(_) => {}
                         Piece::End => break,
                     }
                 }
@@ -332,6 +347,11 @@ enum Piece {
     Item(Result<Event, ParseError>),
     Carried(OwnedCarried),
     Deferred(Deferred),
+    /// A message to make from a record the reading thread parsed ([`Item::Parsed`]).
+    Parsed(Deferred),
+    /// What the writing thread made of a `Parsed`, written, and left in its place to be freed
+    /// on the reading thread with the batch.
+    Made(#[allow(dead_code, reason = "held only to be dropped where it was allocated")] Vec<Event>),
     End,
 }
 
@@ -396,7 +416,9 @@ impl<'a> Feed<'a> {
             Err(e) => self.summary.errors.push(e),
             Ok(Item::Event(event)) => self.event(&event),
             Ok(Item::Carried(carried)) => self.carried(&carried),
-            Ok(Item::Deferred(make)) => make(source, &mut |made| self.made(made)),
+            Ok(Item::Deferred(make) | Item::Parsed(make)) => {
+                make(source, &mut |made| self.made(made))
+            }
         }
     }
 

@@ -95,6 +95,11 @@ pub enum Item<'a> {
     Event(Event),
     Carried(CarriedLine<'a>),
     Deferred(Deferred),
+    /// A deferred message whose record the reader has parsed already: what the making moves
+    /// into the message was allocated by the reading thread, so a conversion frees the message on
+    /// that thread, wherever it was made (docs/decisions.md, "A conversion reads on a thread of
+    /// its own"). Otherwise as [`Item::Deferred`].
+    Parsed(Deferred),
 }
 
 /// A message not made yet: its source line, owned, and the codec's mapping of it, to be run on
@@ -114,7 +119,9 @@ impl Item<'_> {
         match self {
             Item::Event(event) => emit(Ok(event)),
             Item::Carried(carried) => emit(Ok(Event::Message(carried.message()))),
-            Item::Deferred(make) => make(source, &mut |made| emit(made.map(Event::Message))),
+            Item::Deferred(make) | Item::Parsed(make) => {
+                make(source, &mut |made| emit(made.map(Event::Message)))
+            }
         }
     }
 }

@@ -128,7 +128,7 @@ fn deferred_is_read(reader: &dyn ReadFace, source: &Origin) {
     reader.read_items(source, true, &mut |item| match item {
         Ok(Item::Event(event)) => items.push(Ok(event)),
         Ok(Item::Carried(line)) => items.push(Ok(Event::Message(line.message()))),
-        Ok(Item::Deferred(make)) => {
+        Ok(Item::Deferred(make) | Item::Parsed(make)) => {
             later.push((items.len(), make));
             items.push(Err(String::new()));
         }

@@ -90,7 +90,7 @@ fn compare(reader: &dyn ReadFace, source: &Origin) -> Seen {
                     assert_eq!(line.session_id(), message.session_id());
                     Ok(Event::Message(message))
                 }
-                Ok(Item::Deferred(make)) => {
+                Ok(Item::Deferred(make) | Item::Parsed(make)) => {
                     assert!(defer, "{}: deferred unasked", source.path().display());
                     seen.deferred += 1;
                     later.push((items.len(), make));

@@ -420,7 +420,7 @@ fn read_source(
             // its results answer) is taken here, in line order; its timestamp gives no fault.
             let wanted = records::tool_names_ahead(&record, &mut tool_names);
             let (session, anchor) = (id.clone(), anchor.clone());
-            return emit(Ok(Item::Deferred(deferred(
+            return emit(Ok(Item::Parsed(deferred(
                 record,
                 session,
                 anchor,
