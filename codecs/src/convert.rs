@@ -286,24 +286,26 @@ fn convert_on(
                         Piece::Item(Ok(event)) => feed.event(event),
                         Piece::Item(Err(e)) => feed.summary.errors.push(e.clone()),
                         Piece::Carried(carried) => feed.carried(&carried.carried(source)),
-                        Piece::Deferred(_) | Piece::Parsed(_) => {
-                            // Taken out to be run; an `End` is left in its place, or what was
-                            // made, to be freed with the batch on the reading thread.
-                            match std::mem::replace(piece, Piece::End) {
-                                Piece::Deferred(make) => make(source, &mut |made| feed.made(made)),
-                                Piece::Parsed(make) => {
-                                    let mut made = Vec::new();
-                                    make(source, &mut |m| match m {
-                                        Ok(message) => {
-                                            let event = Event::Message(message);
-                                            feed.event(&event);
-                                            made.push(event);
-                                        }
-                                        Err(e) => feed.summary.errors.push(e),
-                                    });
-                                    *piece = Piece::Made(made);
-                                }
-                                _ => {}
+                        Piece::Deferred(_) => {
+                            // Taken out to be run; an `End` is left in its place.
+                            if let Piece::Deferred(make) = std::mem::replace(piece, Piece::End) {
+                                make(source, &mut |made| feed.made(made));
+                            }
+                        }
+                        Piece::Parsed(_) => {
+                            // Taken out to be run; what it made is left in its place, to be
+                            // freed with the batch on the reading thread.
+                            if let Piece::Parsed(make) = std::mem::replace(piece, Piece::End) {
+                                let mut made = Vec::new();
+                                make(source, &mut |m| match m {
+                                    Ok(message) => {
+                                        let event = Event::Message(message);
+                                        feed.event(&event);
+                                        made.push(event);
+                                    }
+                                    Err(e) => feed.summary.errors.push(e),
+                                });
+                                *piece = Piece::Made(made);
                             }
                         }
                         Piece::Made(_) => {}
@@ -342,7 +344,8 @@ const PIPELINE_DEPTH: usize = 2;
 
 /// What the reading thread of [`convert_sources`] hands over: one event or fault of the
 /// current source unit, a carrier as its line, a message for the writing thread to make, or
-/// the unit's end.
+/// the unit's end; and what the writing thread leaves in a batch for the reading thread to free
+/// (`Made`).
 enum Piece {
     Item(Result<Event, ParseError>),
     Carried(OwnedCarried),

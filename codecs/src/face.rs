@@ -40,9 +40,9 @@ pub trait ReadFace: Sync {
     /// line ([`Item::Carried`]) instead of as a message. A codec that can tell a carrier line
     /// without building its value hands it over so; the default hands over
     /// [`read`](Self::read)'s events. With `defer` (a conversion on two threads), a codec may
-    /// also hand over a message as its line (or parsed record) and mapping
-    /// ([`Item::Deferred`]), for the conversion to make on either thread, in any order: each
-    /// makes the same message whenever it runs. The events and faults are those of
+    /// also hand over a message as its line and mapping ([`Item::Deferred`]; as its parsed
+    /// record and mapping, [`Item::Parsed`]), for the conversion to make on either thread, in any
+    /// order: each makes the same messages and faults whenever it runs. The events and faults are those of
     /// [`read`](Self::read), in the same order, with each carried line standing for the message
     /// [`CarriedLine::message`] gives and each deferred one for what it makes.
     fn read_items(
@@ -102,7 +102,8 @@ pub enum Item<'a> {
     Parsed(Deferred),
 }
 
-/// A message not made yet: its source line, owned, and the codec's mapping of it, to be run on
+/// A message not made yet: its source line (or parsed record), owned, and the codec's mapping of
+/// it, to be run on
 /// whichever thread takes it. The two-thread conversion runs it on the writing thread when that
 /// thread is waiting for work, and on the reading thread otherwise, so that neither thread idles
 /// while the other has work it could share (docs/decisions.md, "A conversion's threads share

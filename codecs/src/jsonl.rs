@@ -800,7 +800,9 @@ impl SurveyLine<'_> {
 }
 
 impl DetachedSurvey {
-    /// The survey again, of `bytes`: the bytes it was detached from.
+    /// The survey again, of `bytes`: the bytes it was detached from. Each string is checked as
+    /// UTF-8 again (the walk checked the line, but nothing here proves these are its bytes); with
+    /// the detaching, 5% more instructions for the Claude Code survey that crosses threads.
     pub fn attach(self, bytes: &[u8]) -> SurveyLine<'_> {
         let fields = self
             .fields

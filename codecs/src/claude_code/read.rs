@@ -497,7 +497,8 @@ fn timestamp_faultless(record: &Record<'_>) -> bool {
     faults.is_empty()
 }
 
-/// A record's message, deferred (`read_items` with `defer`): the record as parsed, and the
+/// A record's message, deferred (`read_items` with `defer`, as an [`Item::Parsed`]): the record
+/// as parsed, and the
 /// names of the calls its results answer ([`records::tool_names_ahead`]), so the message is the
 /// one [`ReadFace::read`] gives on whichever thread, and in whichever order, it is made.
 fn deferred(
