@@ -524,6 +524,9 @@ impl Substrate {
             detail: e.to_string(),
         })?;
         let mut attempts = 0u32;
+        // When this write first lost a commit race (lance-retry-jitter: its retries are bounded
+        // in time from then, RetryPolicy::conflict_budget).
+        let mut lost_since: Option<Instant> = None;
         loop {
             attempts += 1;
             let ds = match self.dataset(spec).await? {
@@ -541,7 +544,11 @@ impl Substrate {
                     configure(&mut b, &ds)?;
                     // The indexed merge path records no inserted-key filter, so concurrent
                     // inserts of one new key could both commit (lance-14-notes, surprise 3).
-                    b.use_index(false).skip_auto_cleanup(true);
+                    // Lance's own retries of a lost race stop at the budget; the attempts of
+                    // this loop are bounded by it too (below).
+                    b.use_index(false)
+                        .skip_auto_cleanup(true)
+                        .retry_timeout(self.retry.conflict_budget);
                     b.try_build()
                 })
                 .map_err(|e| StoreError::Invalid {
@@ -560,7 +567,10 @@ impl Substrate {
                     let taken = attempts.max(stats.num_attempts);
                     return Ok((stats, taken));
                 }
-                Err(e) if retry::is_transient(&e) && attempts < self.retry.write_attempts(&e) => {
+                Err(e) if self.retry.write_goes_on(&e, attempts, lost_since) => {
+                    if retry::is_conflict(&e) {
+                        lost_since.get_or_insert_with(Instant::now);
+                    }
                     self.retry.pause(attempts).await;
                     self.forget(spec.name).await;
                 }

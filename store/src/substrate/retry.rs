@@ -18,6 +18,12 @@ pub struct RetryPolicy {
     /// each is a fresh read of the latest version and many writers on one bucket is the hosted
     /// deployment's normal state (spec 2.2), while a fault that outlasts `attempts` is an outage.
     pub conflict_attempts: u32,
+    /// How long a write goes on retrying after it first lost a commit race: Lance's own retries
+    /// inside one attempt stop at it (its `retry_timeout`), and no attempt of pond's starts past
+    /// it. A writer that keeps losing hears of it (the typed conflict: 409 on the wire, to be
+    /// sent again) in about twice this, not after minutes (docs/decisions.md, "A losing writer's
+    /// retry budget").
+    pub conflict_budget: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -27,6 +33,7 @@ impl Default for RetryPolicy {
             first_pause: Duration::from_millis(20),
             max_pause: Duration::from_secs(2),
             conflict_attempts: 24,
+            conflict_budget: Duration::from_secs(20),
         }
     }
 }
@@ -139,6 +146,20 @@ impl RetryPolicy {
         }
     }
 
+    /// Whether a write that failed with `e` after `attempts` attempts goes on: a transient
+    /// failure with attempts left, and for a lost race only while `lost_since` (when it first
+    /// lost one) is less than [`conflict_budget`](Self::conflict_budget) ago.
+    pub(crate) fn write_goes_on(
+        &self,
+        e: &lance::Error,
+        attempts: u32,
+        lost_since: Option<std::time::Instant>,
+    ) -> bool {
+        is_transient(e)
+            && attempts < self.write_attempts(e)
+            && !(is_conflict(e) && lost_since.is_some_and(|t| t.elapsed() >= self.conflict_budget))
+    }
+
     /// Sleeps before attempt `attempt + 1`: exponential backoff with full jitter.
     pub(crate) async fn pause(&self, attempt: u32) {
         let base = self
@@ -222,6 +243,22 @@ mod tests {
         lance::Error::io_source(Box::new(std::io::Error::from(
             std::io::ErrorKind::ConnectionRefused,
         )))
+    }
+
+    #[test]
+    fn a_lost_race_is_retried_only_within_the_budget_and_a_fault_by_attempts() {
+        let policy = RetryPolicy::default();
+        let lost = lance::Error::too_much_write_contention("Attempted 10 retries.");
+        let now = std::time::Instant::now();
+        let long_ago = now.checked_sub(policy.conflict_budget + Duration::from_secs(1));
+        assert!(policy.write_goes_on(&lost, 1, None));
+        assert!(policy.write_goes_on(&lost, 2, Some(now)));
+        assert!(!policy.write_goes_on(&lost, 2, long_ago));
+        assert!(!policy.write_goes_on(&lost, policy.conflict_attempts, Some(now)));
+        // A fault is bounded by its attempts, whatever the races before it.
+        assert!(policy.write_goes_on(&refused(), 2, long_ago));
+        assert!(!policy.write_goes_on(&refused(), policy.attempts, None));
+        assert!(!policy.write_goes_on(&lance::Error::invalid_input("a bad batch"), 1, None));
     }
 
     #[test]
