@@ -41,7 +41,10 @@ use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_schema::{ArrowError, SchemaRef};
 use lance::dataset::builder::DatasetBuilder;
 use lance::dataset::scanner::Scanner;
-use lance::dataset::{Dataset, MergeInsertBuilder, WhenMatched, WhenNotMatched};
+use lance::dataset::transaction::Transaction;
+use lance::dataset::{
+    CommitBuilder, Dataset, InsertBuilder, MergeInsertBuilder, WhenMatched, WhenNotMatched,
+};
 use lance::session::Session;
 use std::collections::HashMap;
 use std::fmt;
@@ -638,17 +641,11 @@ impl Substrate {
     /// stable file format, and the schema version in the dataset's metadata. Created empty: rows
     /// arrive only through [`merge_insert`](Self::merge_insert).
     async fn create(&self, spec: &TableSpec) -> Result<Arc<Dataset>, StoreError> {
-        let uri = self.location(spec.name);
-        let schema = snapshot::versioned_schema(spec);
         let ds = self
             .retry
-            .run(spec.name, || {
-                let params = self.creation_params();
-                let empty = RecordBatchIterator::new(
-                    Vec::<Result<RecordBatch, ArrowError>>::new(),
-                    schema.clone(),
-                );
-                Dataset::write(empty, uri.as_str(), Some(params))
+            .run(spec.name, || async {
+                let creation = self.creation(spec).await?;
+                self.commit_creation(spec, creation).await
             })
             .await?;
         let ds = Arc::new(ds);
@@ -660,6 +657,47 @@ impl Substrate {
             },
         );
         Ok(ds)
+    }
+
+    /// The commit that creates `spec` empty, its files written but not committed.
+    async fn creation(&self, spec: &TableSpec) -> lance::Result<Transaction> {
+        let params = self.creation_params();
+        let empty = RecordBatchIterator::new(
+            Vec::<Result<RecordBatch, ArrowError>>::new(),
+            snapshot::versioned_schema(spec),
+        );
+        InsertBuilder::new(self.location(spec.name).as_str())
+            .with_params(&params)
+            .execute_uncommitted_stream(empty)
+            .await
+    }
+
+    /// Commits a [`creation`](Self::creation) only where no table is. A creation is an
+    /// overwrite to Lance, which looks for the table again as it commits and, finding one
+    /// (another writer created it meanwhile, and may have written to it), commits the empty
+    /// table over it as its next version: every row written before was gone from the latest
+    /// version. With no commit retries Lance takes the overwrite as strict: it commits it only
+    /// as the first version, and fails where the table is, so the writer uses that table
+    /// (`merge`). docs/decisions.md, "Creating a table another writer may be creating".
+    async fn commit_creation(
+        &self,
+        spec: &TableSpec,
+        creation: Transaction,
+    ) -> lance::Result<Dataset> {
+        let params = self.creation_params();
+        let uri = self.location(spec.name);
+        let mut commit = CommitBuilder::new(uri.as_str())
+            .use_stable_row_ids(params.enable_stable_row_ids)
+            .enable_v2_manifest_paths(params.enable_v2_manifest_paths)
+            .with_session(self.session.clone())
+            .with_max_retries(0);
+        if let Some(format) = params.data_storage_version {
+            commit = commit.with_storage_format(format);
+        }
+        if let Some(store) = params.store_params {
+            commit = commit.with_store_params(store);
+        }
+        commit.execute(creation).await
     }
 
     /// Row count and version of `spec` (zero and `None` for a table never written).
@@ -687,4 +725,64 @@ fn check_schema_version(spec: &TableSpec, ds: &Dataset) -> Result<(), StoreError
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::StringArray;
+    use arrow_schema::{DataType, Field, Schema};
+
+    fn spec() -> TableSpec {
+        let key = Field::new("id", DataType::Utf8, false).with_metadata(HashMap::from([
+            (PK_KEY.to_owned(), "true".to_owned()),
+            (PK_POSITION_KEY.to_owned(), "1".to_owned()),
+        ]));
+        TableSpec {
+            name: "t",
+            schema: Arc::new(Schema::new(vec![key])),
+            schema_version: 1,
+        }
+    }
+
+    fn keys(spec: &TableSpec, writer: usize, n: usize) -> RecordBatch {
+        let ids: Vec<String> = (0..n).map(|i| format!("w{writer}-{i}")).collect();
+        RecordBatch::try_new(spec.schema.clone(), vec![Arc::new(StringArray::from(ids))]).unwrap()
+    }
+
+    /// lance-table-creation with concurrent first writers (the hosted deployment's new
+    /// namespace; `pond serve` and `pond sync` started on an empty store): a writer that found
+    /// no table makes its creation, another creates the table and writes to it, and then the
+    /// first commits. Lance's plain create committed its empty table over the other's as the
+    /// next version (this test fails so): rows every writer had been told were stored were gone
+    /// in 2 of 200 races of three `pond sync` processes on an empty store (docs/decisions.md,
+    /// "Creating a table another writer may be creating").
+    #[tokio::test]
+    async fn a_creation_committed_after_another_writers_creation_and_write_fails() {
+        let spec = spec();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().display().to_string();
+        // Each with a Lance session of its own, as separate processes have.
+        let (late, first) = (
+            Substrate::new(&root, RetryPolicy::default()),
+            Substrate::new(&root, RetryPolicy::default()),
+        );
+        let creation = late.creation(&spec).await.unwrap();
+        first
+            .merge_insert(&spec, vec![keys(&spec, 0, 5)])
+            .await
+            .unwrap();
+        assert!(late.commit_creation(&spec, creation).await.is_err());
+        let fresh = Substrate::new(&root, RetryPolicy::default());
+        assert_eq!(
+            fresh.stats(&spec).await.unwrap().0,
+            5,
+            "the rows written first are gone"
+        );
+        // The late writer writes into the table the other made.
+        late.merge_insert(&spec, vec![keys(&spec, 1, 3)])
+            .await
+            .unwrap();
+        assert_eq!(fresh.stats(&spec).await.unwrap().0, 8);
+    }
 }
