@@ -292,8 +292,11 @@ fn install(args: InstallArgs, json: bool) -> ExitCode {
         scope,
         std::path::Path::new(&home),
         &cwd,
-        env_dir("CODEX_HOME").as_deref(),
-        env_dir("XDG_CONFIG_HOME").as_deref(),
+        mcp_install::HarnessDirs {
+            claude_config_dir: env_dir("CLAUDE_CONFIG_DIR").as_deref(),
+            codex_home: env_dir("CODEX_HOME").as_deref(),
+            xdg_config_home: env_dir("XDG_CONFIG_HOME").as_deref(),
+        },
     );
     let existing = match std::fs::read_to_string(&file) {
         Ok(t) => Some(t),

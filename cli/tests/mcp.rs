@@ -152,3 +152,131 @@ fn the_inspector_cli_lists_and_calls() {
         text(&o)
     );
 }
+
+/// The real harness CLIs (../shared/oracle's pinned installs, `POND_ORACLE_HOME` or
+/// ~/.cache/pond-oracle) with pond registered by `pond mcp install`: the harness starts
+/// `pond mcp`, offers its tools to the model, runs the model's call of `pond_search` and sends
+/// pond's answer back. The model is tests/mcp_model.py on 127.0.0.1, in a network namespace
+/// that has only loopback (tests/mcp_harness.sh); nothing leaves the machine.
+fn harness_journey(harness: &str) {
+    let home = match std::env::var_os("POND_ORACLE_HOME") {
+        Some(h) => PathBuf::from(h),
+        None => match std::env::var_os("HOME") {
+            Some(h) => PathBuf::from(h).join(".cache/pond-oracle"),
+            None => {
+                println!("SKIP: neither POND_ORACLE_HOME nor HOME is set");
+                return;
+            }
+        },
+    };
+    let modules = home.join(harness).join("node_modules");
+    let candidates = match harness {
+        "claude-code" => vec![modules.join(".bin/claude")],
+        "codex" => vec![modules.join(".bin/codex")],
+        _ => vec![
+            modules.join("opencode-linux-x64/bin/opencode"),
+            modules.join("opencode-linux-arm64/bin/opencode"),
+            modules.join(".bin/opencode"),
+        ],
+    };
+    let Some(cli) = candidates.into_iter().find(|c| c.exists()) else {
+        println!(
+            "SKIP: the {harness} CLI is not installed under {} (scripts/test installs it with ../shared/oracle/install.sh)",
+            home.display()
+        );
+        return;
+    };
+    for (tool, args) in [("unshare", "--help"), ("python3", "--version")] {
+        if Command::new(tool).arg(args).output().is_err() {
+            println!(
+                "SKIP: {tool} is not on PATH (the journey runs in a loopback-only network namespace)"
+            );
+            return;
+        }
+    }
+    let netns = Command::new("unshare").args(["-rn", "true"]).output();
+    if !netns.as_ref().is_ok_and(|o| o.status.success()) {
+        println!("SKIP: `unshare -rn` cannot make a network namespace here: {netns:?}");
+        return;
+    }
+
+    let scratch = tempfile::tempdir().unwrap();
+    let data = synced_store(scratch.path());
+    // What pond itself answers for the query: the harness must hand the model the same session.
+    let o = Command::new(env!("CARGO_BIN_EXE_pond"))
+        .args(["--json", "search", "spotter", "--data"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let answer: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let session = answer["results"][0]["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("pond found nothing for the query: {answer}"))
+        .to_owned();
+
+    let work = scratch.path().join("journey");
+    std::fs::create_dir(&work).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_harness.sh");
+    let o = Command::new("unshare")
+        .arg("-rn")
+        .arg("bash")
+        .arg(&script)
+        .arg(harness)
+        .arg(env!("CARGO_BIN_EXE_pond"))
+        .arg(&data)
+        .arg(&work)
+        .arg(&cli)
+        .arg("spotter")
+        .output()
+        .unwrap();
+    let read = |name: &str| std::fs::read_to_string(work.join(name)).unwrap_or_default();
+    let report = format!(
+        "{}\nharness stdout:\n{}\nharness stderr:\n{}\ninstall:\n{}",
+        text(&o),
+        read("harness.out"),
+        read("harness.err"),
+        read("install.out")
+    );
+    assert_eq!(o.status.code(), Some(0), "{report}");
+
+    let requests: Vec<serde_json::Value> = read("model.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The harness offered both of pond's tools, under its own names for an MCP server's tools.
+    let offered = |r: &serde_json::Value| {
+        let tools = r["body"]["tools"].to_string();
+        tools.contains("pond_search") && tools.contains("pond_get")
+    };
+    assert!(
+        requests.iter().any(offered),
+        "no request offered pond's tools ({} requests)\n{report}",
+        requests.len()
+    );
+    // It ran the call and sent pond's answer back: a later request carries the session pond
+    // found, which the model's first request could not have held.
+    let answered = requests
+        .iter()
+        .position(|r| r["body"].to_string().contains(&session));
+    let first_offer = requests.iter().position(offered).unwrap();
+    assert!(
+        answered.is_some_and(|i| i > first_offer),
+        "no request after the call carried pond's answer (session {session})\n{report}"
+    );
+}
+
+#[test]
+fn claude_code_calls_pond_registered_by_mcp_install() {
+    harness_journey("claude-code");
+}
+
+#[test]
+fn codex_calls_pond_registered_by_mcp_install() {
+    harness_journey("codex");
+}
+
+#[test]
+fn opencode_calls_pond_registered_by_mcp_install() {
+    harness_journey("opencode");
+}

@@ -733,6 +733,7 @@ async fn mcp_install_registers_an_s3_store_without_writing_its_secret() {
         run(
             pond(&s3)
                 .env("HOME", &home)
+                .env_remove("CLAUDE_CONFIG_DIR")
                 .current_dir(scratch.path())
                 .args(["mcp", "install", "--for", "claude-code", "--data", &uri])
                 .args(extra),

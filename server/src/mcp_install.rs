@@ -2,7 +2,8 @@
 //! configuration file, idempotently. Each harness keeps stdio MCP servers differently
 //! (`../shared/research/object-store-and-mcp.md`, part C):
 //! - Claude Code: `{"mcpServers": {"pond": {"type": "stdio", "command", "args", "env"}}}` in
-//!   `~/.claude.json` (user scope) or `.mcp.json` in the project (project scope);
+//!   `~/.claude.json` (user scope; `$CLAUDE_CONFIG_DIR/.claude.json` when that is set, as Claude
+//!   Code itself then reads) or `.mcp.json` in the project (project scope);
 //! - Codex: a `[mcp_servers.pond]` table in `$CODEX_HOME/config.toml` (default `~/.codex`) or the
 //!   project's `.codex/config.toml`; Codex refuses a file with the table twice, so the table is
 //!   updated in place;
@@ -124,24 +125,39 @@ impl ServerCommand {
     }
 }
 
+/// Where a harness keeps its user configuration when its environment moves it; each `None`
+/// (unset or empty) is the harness's default under the home folder.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HarnessDirs<'a> {
+    /// `CLAUDE_CONFIG_DIR`: Claude Code then keeps `.claude.json` there, not in the home folder.
+    pub claude_config_dir: Option<&'a Path>,
+    /// `CODEX_HOME` (default `~/.codex`).
+    pub codex_home: Option<&'a Path>,
+    /// `XDG_CONFIG_HOME` (default `~/.config`), where opencode's `opencode/opencode.json` is.
+    pub xdg_config_home: Option<&'a Path>,
+}
+
 /// The configuration file of `harness` at `scope`; `home` is the user's home, `cwd` the project.
 pub fn config_file(
     harness: Harness,
     scope: Scope,
     home: &Path,
     cwd: &Path,
-    codex_home: Option<&Path>,
-    xdg_config: Option<&Path>,
+    dirs: HarnessDirs<'_>,
 ) -> PathBuf {
     match (harness, scope) {
-        (Harness::ClaudeCode, Scope::User) => home.join(".claude.json"),
+        (Harness::ClaudeCode, Scope::User) => {
+            dirs.claude_config_dir.unwrap_or(home).join(".claude.json")
+        }
         (Harness::ClaudeCode, Scope::Project) => cwd.join(".mcp.json"),
-        (Harness::Codex, Scope::User) => codex_home
+        (Harness::Codex, Scope::User) => dirs
+            .codex_home
             .map(Path::to_owned)
             .unwrap_or_else(|| home.join(".codex"))
             .join("config.toml"),
         (Harness::Codex, Scope::Project) => cwd.join(".codex").join("config.toml"),
-        (Harness::Opencode, Scope::User) => xdg_config
+        (Harness::Opencode, Scope::User) => dirs
+            .xdg_config_home
             .map(Path::to_owned)
             .unwrap_or_else(|| home.join(".config"))
             .join("opencode")
@@ -355,6 +371,64 @@ mod tests {
             program: "/usr/local/bin/pond".into(),
             args: vec!["mcp".into(), "--data".into(), "/data/pond".into()],
             env: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_user_file_is_where_each_harness_reads_it_with_or_without_its_override() {
+        let (home, cwd) = (Path::new("/h"), Path::new("/p"));
+        let moved = HarnessDirs {
+            claude_config_dir: Some(Path::new("/c")),
+            codex_home: Some(Path::new("/x")),
+            xdg_config_home: Some(Path::new("/g")),
+        };
+        // (harness, scope, file by default, file with every override set). Claude Code with
+        // CLAUDE_CONFIG_DIR set reads `.claude.json` there and ignores the home folder's
+        // (claude 2.1.197: `claude mcp list` then lists nothing else); a project's file does
+        // not move with the user's.
+        let cases = [
+            (
+                Harness::ClaudeCode,
+                Scope::User,
+                "/h/.claude.json",
+                "/c/.claude.json",
+            ),
+            (
+                Harness::Codex,
+                Scope::User,
+                "/h/.codex/config.toml",
+                "/x/config.toml",
+            ),
+            (
+                Harness::Opencode,
+                Scope::User,
+                "/h/.config/opencode/opencode.json",
+                "/g/opencode/opencode.json",
+            ),
+            (
+                Harness::ClaudeCode,
+                Scope::Project,
+                "/p/.mcp.json",
+                "/p/.mcp.json",
+            ),
+            (
+                Harness::Codex,
+                Scope::Project,
+                "/p/.codex/config.toml",
+                "/p/.codex/config.toml",
+            ),
+            (
+                Harness::Opencode,
+                Scope::Project,
+                "/p/opencode.json",
+                "/p/opencode.json",
+            ),
+        ];
+        for (harness, scope, default, with_overrides) in cases {
+            let plain = config_file(harness, scope, home, cwd, HarnessDirs::default());
+            assert_eq!(plain, Path::new(default), "{harness:?} {scope:?}");
+            let moved = config_file(harness, scope, home, cwd, moved);
+            assert_eq!(moved, Path::new(with_overrides), "{harness:?} {scope:?}");
         }
     }
 
