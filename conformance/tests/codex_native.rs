@@ -2,7 +2,7 @@
 //! fixtures, the repo's hand-written ones, a `.jsonl.zst` archive and a `~/.codex` home layout,
 //! plus the typed errors of malformed input (adapter-integrity-no-silent-drops).
 
-use pond_canonical::{Event, Locator, ParseErrorKind};
+use pond_canonical::{Event, Locator, ParseErrorKind, PartRef};
 use pond_codecs::codex::{CODEC, archive};
 use pond_codecs::convert::{convert_sources, read_all};
 use pond_codecs::output::MemoryOutput;
@@ -88,8 +88,63 @@ fn the_hand_written_fixtures_round_trip() {
     let rt = native_round_trip(&CODEC, &repo_fixtures()).expect("round trip runs");
     assert!(rt.passed(), "{}", rt.report());
     assert!(rt.malformed.is_empty(), "{:#?}", rt.faults);
-    // g0-with-cwd and g0-environment-context (whose project is its environment context's cwd).
-    assert_eq!(rt.files.len(), 2);
+    // g0-with-cwd, g0-environment-context (whose project is its environment context's cwd)
+    // and mcp-namespace (its tool names carry a `namespace` that the native write takes off).
+    assert_eq!(rt.files.len(), 3);
+}
+
+/// Codex 0.169 writes an MCP server's tool as `name` + `namespace` (`pond_search` in
+/// `mcp__pond`); the canonical name is the qualified one earlier Codex and Claude Code use, so a
+/// conversion names the tool as the target harness does.
+#[test]
+fn an_mcp_tools_namespace_qualifies_its_canonical_name() {
+    let input = repo_fixtures().join("mcp-namespace");
+    let (events, errors) = read_all(&CODEC, &input).expect("reads");
+    assert!(errors.is_empty(), "{errors:?}");
+    let parts: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Message(m) => Some(m.part_refs()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let call = parts
+        .iter()
+        .find_map(|p| match p {
+            PartRef::ToolCall(c) => Some(c.name.as_str()),
+            _ => None,
+        })
+        .expect("a tool call");
+    assert_eq!(call, "mcp__pond__pond_search");
+    let result = parts
+        .iter()
+        .find_map(|p| match p {
+            PartRef::ToolResult(r) => r.name.as_ref().map(|n| n.as_str()),
+            _ => None,
+        })
+        .expect("a named tool result");
+    assert_eq!(result, "mcp__pond__pond_search");
+
+    // To Claude Code: the name Claude Code gives the same server's tool.
+    let sources = CODEC.read.unwrap().discover(&input).expect("discovers");
+    let mut out = MemoryOutput::default();
+    let summary = convert_sources(
+        &CODEC,
+        &pond_codecs::claude_code::CODEC,
+        pond_codecs::Layout::Harness,
+        &sources,
+        &mut out,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert!(summary.errors.is_empty() && summary.write_errors.is_empty());
+    let written = String::from_utf8(out.files.values().next().unwrap().clone()).unwrap();
+    assert!(
+        written.contains(r#""name":"mcp__pond__pond_search""#),
+        "{written}"
+    );
+    assert!(!written.contains(r#""name":"pond_search""#), "{written}");
 }
 
 /// Writes back natively into memory what `input` holds, then checks every written file against

@@ -347,6 +347,31 @@ fn take_string(
     Some(value)
 }
 
+/// A tool's `name`, qualified by the item's `namespace` when it has one: Codex 0.169 writes an
+/// MCP server's tool as `name: "pond_search", namespace: "mcp__pond"` where earlier Codex and
+/// Claude Code name it `mcp__pond__pond_search`, so the canonical name is that one for every
+/// source (docs/decisions.md, "An MCP tool's name across harnesses"). The `namespace` stays in
+/// the payload, and the native writer strips it from the name again ([`NAMESPACE_JOIN`]).
+fn take_tool_name(
+    payload: &mut Extracted<Map<String, Value>>,
+    taken: &mut Vec<&'static str>,
+) -> Option<Extracted<String>> {
+    let namespace = payload.field("namespace").and_then(|n| {
+        n.get()
+            .as_str()
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+    });
+    let name = take_string(payload, "name", taken)?;
+    Some(match namespace {
+        Some(namespace) => name.derive(|name| format!("{namespace}{NAMESPACE_JOIN}{name}")),
+        None => name,
+    })
+}
+
+/// What joins a tool's `namespace` and `name` into its canonical name.
+pub(crate) const NAMESPACE_JOIN: &str = "__";
+
 /// The call kinds: `function_call`, `custom_tool_call`, `local_shell_call`, `web_search_call`.
 fn tool_call(
     session: &SessionId,
@@ -365,7 +390,7 @@ fn tool_call(
     let named = matches!(kind_str.as_str(), "function_call" | "custom_tool_call");
     // A built-in call has no `name`: its kind (`local_shell_call`, `web_search_call`) names it.
     let name = if named {
-        take_string(payload, "name", taken)
+        take_tool_name(payload, taken)
     } else {
         kind
     };
@@ -427,7 +452,7 @@ fn tool_result(
 ) -> Message {
     let mut message = ToolMessage::new(session, id, timestamp);
     let call_id = take_string(payload, "call_id", taken);
-    let name = take_string(payload, "name", taken).map(Text::from);
+    let name = take_tool_name(payload, taken).map(Text::from);
     let result = payload.take("output").map(|v| {
         taken.push("output");
         Json::from(v)

@@ -24,7 +24,10 @@
 //! * `response_item` (or a bare G0 item) of a kind with content becomes a message with typed parts
 //!   ([`items`]); every field not turned into a part stays in `options.source.payload`, the
 //!   envelope's leftovers in `options.source.envelope`, and the names of the fields taken in
-//!   `options.pond.taken`, which is what the writer re-inserts.
+//!   `options.pond.taken`, which is what the writer re-inserts. A tool's `name` with a
+//!   `namespace` beside it (Codex 0.169's MCP tools: `pond_search` in `mcp__pond`) is read as
+//!   `<namespace>__<name>` (`mcp__pond__pond_search`, as earlier Codex and Claude Code name it);
+//!   the `namespace` stays in the payload and the native write takes it off the name again.
 //! * Everything else (`event_msg`, `turn_context`, `compacted`, `world_state`,
 //!   `token_usage_record`, G0 `record_type: state`, a second `session_meta`, unknown kinds, items
 //!   missing what a typed part needs) is a placement-rule-3 carrier, whole and in order.

@@ -353,6 +353,7 @@ fn write_taken(
     out: &mut Vec<u8>,
     key: &str,
     kind: &str,
+    payload: &Map<String, Value>,
     message: &Message,
     parts: &[PartRef<'_>],
 ) -> Option<()> {
@@ -373,11 +374,25 @@ fn write_taken(
             (None, Some(r)) => jsonl::write_str(out, r.call_id.as_str()),
             _ => return None,
         },
-        ("name", _) => match (call, result) {
-            (Some(c), _) => jsonl::write_str(out, c.name.as_str()),
-            (None, Some(r)) => jsonl::write_str(out, r.name.as_ref()?.as_str()),
-            _ => return None,
-        },
+        ("name", _) => {
+            let name = match (call, result) {
+                (Some(c), _) => c.name.as_str(),
+                (None, Some(r)) => r.name.as_ref()?.as_str(),
+                _ => return None,
+            };
+            // The canonical name carries the item's `namespace`, which the payload still holds.
+            let namespace = payload
+                .get("namespace")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty());
+            let name = match namespace {
+                Some(namespace) => name
+                    .strip_prefix(namespace)
+                    .and_then(|rest| rest.strip_prefix(super::items::NAMESPACE_JOIN))?,
+                None => name,
+            };
+            jsonl::write_str(out, name)
+        }
         ("arguments", _) => {
             let call = call?;
             match option(&call.options, "source", keys::ARGUMENTS) {
@@ -425,7 +440,7 @@ fn write_message_line(out: &mut Vec<u8>, message: &Message) -> Result<(), WriteE
     let write_payload = |out: &mut Vec<u8>| {
         jsonl::write_object(out, payload, &taken, |out, i| {
             let key = taken[i];
-            write_taken(out, key, kind, message, &parts).ok_or_else(|| {
+            write_taken(out, key, kind, payload, message, &parts).ok_or_else(|| {
                 unrepresentable(
                     session,
                     format!(
