@@ -199,7 +199,10 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
         (Some(dir), _) => {
             let mut out = DirOutput::new(dir);
             let r = convert_with_project(from, to, layout, &input, project, &mut out, &mut tick);
-            finish_with(r, out.finish())
+            finish_with(r, out.finish()).map(|mut summary| {
+                summary.keep_created(out.written());
+                summary
+            })
         }
         (None, Some(file)) if file != Path::new("-") => {
             let f = match std::fs::OpenOptions::new()
@@ -242,7 +245,7 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let summary = match result {
+    let mut summary = match result {
         Ok(s) => s,
         Err(e) => {
             eprintln!("pond convert: {}", escape_controls(&e));
@@ -263,13 +266,7 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
     }
     let mut installed = Vec::new();
     if let Some(root) = &install_root {
-        let files: Vec<PathBuf> = summary.written.iter().map(|w| root.join(&w.file)).collect();
-        if let Some(finish) = to.install.as_ref().and_then(|i| i.finish) {
-            match finish(&files) {
-                Ok(done) => installed = done,
-                Err(e) => summary_error(&mut installed, e),
-            }
-        }
+        installed = hand_to_harness(to, root, &mut summary);
     }
     let stdout_free =
         out_dir.is_some() || args.output.as_deref().is_some_and(|f| f != Path::new("-"));
@@ -278,9 +275,12 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
         for line in &installed {
             eprintln!("{}", escape_controls(line));
         }
+        // A session's sub-agents share its resume command: each command once.
+        let mut said = std::collections::HashSet::new();
         for w in &summary.written {
             match &w.resume {
-                Some(cmd) => println!("{cmd}"),
+                Some(cmd) if said.insert(cmd) => println!("{cmd}"),
+                Some(_) => {}
                 None => println!("installed {}", w.file),
             }
         }
@@ -295,10 +295,27 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
     }
 }
 
-fn summary_error(lines: &mut Vec<String>, e: String) {
-    lines.push(format!(
-        "pond convert: handing the sessions to the harness failed: {e}"
-    ));
+/// The install step after the files are written, for the harnesses that need one (opencode
+/// imports its export documents): runs it on the sessions this run wrote under `root` and
+/// returns what it did, for the user. A failure is a write error of the run (exit 1), so
+/// `convert --install` and `restore --install` cannot report a session handed over that is not.
+pub(crate) fn hand_to_harness(to: &Codec, root: &Path, summary: &mut Summary) -> Vec<String> {
+    let Some(finish) = to.install.as_ref().and_then(|i| i.finish) else {
+        return Vec::new();
+    };
+    if summary.written.is_empty() {
+        return Vec::new();
+    }
+    let files: Vec<PathBuf> = summary.written.iter().map(|w| root.join(&w.file)).collect();
+    match finish(&files) {
+        Ok(done) => done,
+        Err(e) => {
+            summary
+                .write_errors
+                .push(format!("handing the sessions to {} failed: {e}", to.name));
+            Vec::new()
+        }
+    }
 }
 
 fn finish_with<E: std::fmt::Display>(

@@ -685,13 +685,21 @@ pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
     };
     let mut out = DirOutput::new(&root);
     let unit = format!("session {}", args.session);
-    let summary = match pond_codecs::convert::write_events(to, layout, &unit, events, &mut out) {
+    let mut summary = match pond_codecs::convert::write_events(to, layout, &unit, events, &mut out)
+    {
         Ok(s) => s,
         Err(e) => return fail("restore", e),
     };
     if let Err(e) = out.finish() {
         return fail("restore", e);
     }
+    summary.keep_created(out.written());
+    // opencode's sessions are imported, not written where it reads (`convert --install` too).
+    let installed = if args.install {
+        crate::convert::hand_to_harness(to, &root, &mut summary)
+    } else {
+        Vec::new()
+    };
     if json {
         println!("{}", serde_json::to_string_pretty(&summary).expect("JSON"));
     } else {
@@ -707,17 +715,33 @@ pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
                 escape(&loss.detail)
             );
         }
-        eprintln!(
-            "restored {} sessions ({} native, {} foreign), {} messages into {}",
-            summary.sessions,
-            summary.native_sessions,
-            summary.foreign_sessions,
-            summary.messages,
-            root.display()
-        );
+        if summary.write_errors.is_empty() {
+            eprintln!(
+                "restored {} sessions ({} native, {} foreign), {} messages into {}",
+                summary.sessions,
+                summary.native_sessions,
+                summary.foreign_sessions,
+                summary.messages,
+                root.display()
+            );
+        } else {
+            // Not "restored": a session whose file was refused (it exists already) is not.
+            eprintln!(
+                "pond restore: {} of {} sessions written into {}; {} failed (above)",
+                summary.written.len(),
+                summary.sessions,
+                root.display(),
+                summary.write_errors.len()
+            );
+        }
+        for line in &installed {
+            eprintln!("{}", escape(line));
+        }
         if args.install {
-            for w in &summary.written {
-                if let Some(cmd) = &w.resume {
+            // A session's sub-agents share its resume command: each command once.
+            let mut said = std::collections::HashSet::new();
+            for cmd in summary.written.iter().filter_map(|w| w.resume.as_ref()) {
+                if said.insert(cmd) {
                     println!("{cmd}");
                 }
             }

@@ -1,5 +1,8 @@
-//! `pond export`, `pond import` and `pond sync --import-from` end to end through the binary.
+//! `pond export`, `pond import` and `pond sync --import-from` end to end through the binary, and
+//! `pond restore --install` of a stored session into the harnesses' own homes.
 #![cfg(feature = "store")]
+
+mod real_harness;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -103,4 +106,171 @@ fn export_import_and_sync_import_from() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(!d.exists());
+}
+
+/// A store holding the Claude Code session `5c0375b4-...` (three sidechain sub-agents) and its
+/// folder's other sessions.
+fn claude_store(scratch: &Path) -> std::path::PathBuf {
+    let data = scratch.join("store");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures/claude-code/claude-code-viewer");
+    let source = format!("claude-code={}", fixtures.display());
+    let o = pond(&["sync", "--only", "import", "--source", &source], &data);
+    assert!(
+        o.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    data
+}
+
+const WITH_SUBAGENTS: &str = "5c0375b4-57a5-4f26-b12d-d022ee4e51b7";
+
+#[test]
+fn a_second_restore_into_a_harness_says_it_wrote_nothing() {
+    let scratch = tempfile::tempdir().unwrap();
+    let data = claude_store(scratch.path());
+    let config = scratch.path().join("claude");
+    let restore = |json: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_pond"));
+        if json {
+            c.arg("--json");
+        }
+        c.args([
+            "restore",
+            WITH_SUBAGENTS,
+            "--to",
+            "claude-code",
+            "--install",
+            "--data",
+        ])
+        .arg(&data)
+        .env("CLAUDE_CONFIG_DIR", &config)
+        .output()
+        .unwrap()
+    };
+    let first = restore(false);
+    assert!(first.status.success(), "{first:?}");
+    let stdout = String::from_utf8_lossy(&first.stdout);
+    // The session and its three sub-agents share one resume command, said once.
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.contains("claude --resume"))
+            .count(),
+        1,
+        "{stdout}"
+    );
+
+    // Nothing is overwritten, and nothing is claimed: no resume command, no "restored".
+    let again = restore(false);
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+    let (out, err) = (
+        String::from_utf8_lossy(&again.stdout),
+        String::from_utf8_lossy(&again.stderr),
+    );
+    assert!(!out.contains("claude --resume"), "{out}");
+    assert!(err.contains("pond does not overwrite"), "{err}");
+    assert!(!err.contains("restored"), "{err}");
+    assert!(err.contains("0 of 4 sessions written"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&restore(true).stdout).unwrap();
+    assert_eq!(v["written"], serde_json::json!([]), "{v}");
+    assert!(!v["write_errors"].as_array().unwrap().is_empty(), "{v}");
+}
+
+/// `restore --to opencode --install` hands the session to the real opencode (its pinned CLI from
+/// ../shared/oracle, run in a loopback-only network namespace), which then holds it, and can do
+/// it again: the document pond staged for `opencode import` is removed once imported.
+#[test]
+fn restore_to_opencode_imports_into_the_real_opencode() {
+    let Some(opencode) = real_harness::cli_or_skip("opencode") else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let data = claude_store(scratch.path());
+    let xdg = scratch.path().join("xdg");
+    // The real binary, offline: pond runs `$OPENCODE_BIN import FILE`.
+    let wrapper = scratch.path().join("opencode");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec unshare -rn {} \"$@\"\n",
+            opencode.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let with_env = |c: &mut Command| {
+        c.env("HOME", scratch.path())
+            .env("XDG_DATA_HOME", xdg.join("data"))
+            .env("XDG_CONFIG_HOME", xdg.join("config"))
+            .env("XDG_CACHE_HOME", xdg.join("cache"))
+            .env("XDG_STATE_HOME", xdg.join("state"))
+            .env("OPENCODE_BIN", &wrapper)
+            .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+            .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+            .env("OPENCODE_DISABLE_SHARE", "1")
+            .env("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1")
+            .env_remove("POND_DATA");
+    };
+    let restore = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_pond"));
+        c.args([
+            "restore",
+            WITH_SUBAGENTS,
+            "--to",
+            "opencode",
+            "--install",
+            "--data",
+        ])
+        .arg(&data);
+        with_env(&mut c);
+        c.output().unwrap()
+    };
+    let o = restore();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{text}");
+    assert!(text.contains("imported: "), "{text}");
+    let resume = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find(|l| l.contains("--session "))
+        .unwrap_or_else(|| panic!("no resume command: {text}"))
+        .to_owned();
+    let id = resume.rsplit(' ').next().unwrap().to_owned();
+    let staged = xdg.join("data/pond/opencode-import");
+    let left: Vec<_> = std::fs::read_dir(&staged)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "staged documents left behind: {left:?}");
+
+    // opencode itself now holds the session, with its messages.
+    let mut export = Command::new(&wrapper);
+    export.args(["export", &id]).current_dir(scratch.path());
+    with_env(&mut export);
+    let e = export.output().unwrap();
+    let stdout = String::from_utf8_lossy(&e.stdout);
+    let json = &stdout[stdout.find('{').unwrap_or_else(|| {
+        panic!(
+            "opencode export {id} printed no document: {stdout}\n{}",
+            String::from_utf8_lossy(&e.stderr)
+        )
+    })..];
+    let doc: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert_eq!(doc["info"]["id"], id.as_str(), "{doc}");
+    assert!(
+        doc["messages"].as_array().is_some_and(|m| !m.is_empty()),
+        "{doc}"
+    );
+
+    // A second restore is handed over again; nothing of pond's own blocks it.
+    let again = restore();
+    assert!(again.status.success(), "{again:?}");
 }

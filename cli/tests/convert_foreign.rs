@@ -108,6 +108,12 @@ fn install_writes_where_claude_looks_prints_resume_and_never_overwrites() {
         "{}",
         text(&again)
     );
+    // ... and names no session to resume: it wrote none.
+    assert!(
+        !String::from_utf8_lossy(&again.stdout).contains("claude --resume"),
+        "{}",
+        text(&again)
+    );
 }
 
 #[test]

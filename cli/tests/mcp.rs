@@ -4,6 +4,8 @@
 //! POND_TEST_INSPECTOR name other copies); without them the tests say why they skip.
 #![cfg(feature = "store")]
 
+mod real_harness;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -159,44 +161,11 @@ fn the_inspector_cli_lists_and_calls() {
 /// pond's answer back. The model is tests/mcp_model.py on 127.0.0.1, in a network namespace
 /// that has only loopback (tests/mcp_harness.sh); nothing leaves the machine.
 fn harness_journey(harness: &str) {
-    let home = match std::env::var_os("POND_ORACLE_HOME") {
-        Some(h) => PathBuf::from(h),
-        None => match std::env::var_os("HOME") {
-            Some(h) => PathBuf::from(h).join(".cache/pond-oracle"),
-            None => {
-                println!("SKIP: neither POND_ORACLE_HOME nor HOME is set");
-                return;
-            }
-        },
-    };
-    let modules = home.join(harness).join("node_modules");
-    let candidates = match harness {
-        "claude-code" => vec![modules.join(".bin/claude")],
-        "codex" => vec![modules.join(".bin/codex")],
-        _ => vec![
-            modules.join("opencode-linux-x64/bin/opencode"),
-            modules.join("opencode-linux-arm64/bin/opencode"),
-            modules.join(".bin/opencode"),
-        ],
-    };
-    let Some(cli) = candidates.into_iter().find(|c| c.exists()) else {
-        println!(
-            "SKIP: the {harness} CLI is not installed under {} (scripts/test installs it with ../shared/oracle/install.sh)",
-            home.display()
-        );
+    let Some(cli) = real_harness::cli_or_skip(harness) else {
         return;
     };
-    for (tool, args) in [("unshare", "--help"), ("python3", "--version")] {
-        if Command::new(tool).arg(args).output().is_err() {
-            println!(
-                "SKIP: {tool} is not on PATH (the journey runs in a loopback-only network namespace)"
-            );
-            return;
-        }
-    }
-    let netns = Command::new("unshare").args(["-rn", "true"]).output();
-    if !netns.as_ref().is_ok_and(|o| o.status.success()) {
-        println!("SKIP: `unshare -rn` cannot make a network namespace here: {netns:?}");
+    if Command::new("python3").arg("--version").output().is_err() {
+        println!("SKIP: python3 is not on PATH (it runs the scripted model)");
         return;
     }
 

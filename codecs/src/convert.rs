@@ -45,6 +45,15 @@ impl Summary {
         self.errors.is_empty() && self.write_errors.is_empty()
     }
 
+    /// Keeps in [`Summary::written`] only the sessions whose main file this run created
+    /// (`created`: relative paths, as [`crate::output::DirOutput::written`] lists them). A
+    /// writer names a session when it starts it; a write refused because the file exists
+    /// already (pond never overwrites) leaves it named but unwritten.
+    pub fn keep_created(&mut self, created: &[String]) {
+        let created: std::collections::HashSet<&str> = created.iter().map(String::as_str).collect();
+        self.written.retain(|w| created.contains(w.file.as_str()));
+    }
+
     /// Counts one carrier handed over as its source line: a message with no parts.
     fn count_carried(&mut self) {
         self.messages += 1;

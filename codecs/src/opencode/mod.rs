@@ -102,7 +102,8 @@ fn opencode_binary() -> Option<PathBuf> {
 
 /// Hands each staged document to `opencode import`, run in the session's project directory
 /// (import replaces the session's directory with its own working directory, and opencode lists
-/// a project's sessions from there). Without `opencode` on PATH, returns the commands to run.
+/// a project's sessions from there), and removes the document once imported. Without
+/// `opencode` on PATH, returns the commands to run (the documents stay for them).
 fn install_finish(written: &[PathBuf]) -> Result<Vec<String>, String> {
     let binary = opencode_binary();
     let mut notes = Vec::new();
@@ -137,7 +138,20 @@ fn install_finish(written: &[PathBuf]) -> Result<Vec<String>, String> {
             cmd.current_dir(p);
         }
         match cmd.output() {
-            Ok(out) if out.status.success() => notes.push(format!("imported: {command}")),
+            Ok(out) if out.status.success() => {
+                // The staged document was pond's own copy, now in opencode's database: left
+                // behind, it would refuse the next install of the same session (pond never
+                // overwrites a file).
+                let removed = std::fs::remove_file(file).is_ok();
+                notes.push(format!(
+                    "imported: {command}{}",
+                    if removed {
+                        " (staged copy removed)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
             Ok(out) => failed.push(format!(
                 "{command} failed ({}): {}",
                 out.status,
