@@ -19,6 +19,16 @@ use std::io::{BufRead, Read};
 /// The longest line read, in bytes. See docs/decisions.md ("The per-value bound").
 pub const MAX_LINE_BYTES: u64 = 128 * 1024 * 1024;
 
+/// The UTF-8 byte order mark: Windows editors and some tools start a text file with it. It is
+/// no part of any JSON value (RFC 8259 8.1: a parser may ignore it), so a file's reading skips
+/// it; a native write does not put it back (the values are the same without it).
+pub const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// `bytes` without a leading [`BOM`].
+pub fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(BOM).unwrap_or(bytes)
+}
+
 /// Reads `input` line by line, calling `each` with every line's record or fault, in order.
 /// Returns the number of lines seen. An I/O failure ends the read with one error.
 pub fn read_records<'o, R: Read>(
@@ -42,6 +52,20 @@ pub fn read_lines<R: Read>(
     mut each: impl FnMut(u64, Result<&[u8], ParseError>),
 ) -> u64 {
     let mut reader = std::io::BufReader::with_capacity(1 << 20, input);
+    // A leading byte order mark is skipped (see [`BOM`]); a file shorter than it has none.
+    loop {
+        match reader.fill_buf() {
+            Ok(chunk) => {
+                if chunk.starts_with(BOM) {
+                    reader.consume(BOM.len());
+                }
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // Reported by the first line's read, which meets it again.
+            Err(_) => break,
+        }
+    }
     let mut buf = Vec::new();
     let mut line = 0u64;
     loop {
@@ -144,7 +168,7 @@ pub fn split_lines(
     mut each: impl FnMut(u64, Result<&[u8], ParseError>),
 ) -> u64 {
     let mut line = 0u64;
-    let mut rest = bytes;
+    let mut rest = strip_bom(bytes);
     while !rest.is_empty() {
         line += 1;
         let (this, next) = match memchr::memchr(b'\n', rest) {

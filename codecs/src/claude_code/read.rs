@@ -158,7 +158,8 @@ fn sniff_file(path: &Path) -> Sniff {
     let reader = std::io::BufReader::new(std::io::Read::take(file, 1 << 20));
     for line in reader.lines().take(8) {
         let Ok(line) = line else { break };
-        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(&line) else {
+        let line = line.strip_prefix('\u{feff}').unwrap_or(&line);
+        let Ok(Value::Object(map)) = serde_json::from_str::<Value>(line) else {
             continue;
         };
         let typed = map.get("type").and_then(Value::as_str).is_some();

@@ -95,7 +95,7 @@ fn read_json(origin: &Origin, path: &Path, locator: &Locator) -> Result<Value, P
         ));
     }
     let bytes = std::fs::read(path).map_err(|e| io_error(origin, locator.clone(), e))?;
-    serde_json::from_slice(&bytes).map_err(|e| {
+    serde_json::from_slice(crate::jsonl::strip_bom(&bytes)).map_err(|e| {
         let detail = e.to_string();
         let kind = if e.is_eof() {
             ParseErrorKind::Truncated { detail }
@@ -117,7 +117,7 @@ pub(crate) fn looks_like_export(path: &Path) -> bool {
     let Ok(bytes) = std::fs::read(path) else {
         return false;
     };
-    serde_json::from_slice::<Value>(&bytes)
+    serde_json::from_slice::<Value>(crate::jsonl::strip_bom(&bytes))
         .ok()
         .is_some_and(|v| {
             v.get("info").is_some_and(Value::is_object)

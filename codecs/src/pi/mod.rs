@@ -125,7 +125,9 @@ impl ReadFace for PiReader {
         if reader.read_until(b'\n', &mut first).is_err() {
             return Sniff::No;
         }
-        match serde_json::from_slice::<serde_json::Value>(first.trim_ascii()) {
+        match serde_json::from_slice::<serde_json::Value>(
+            crate::jsonl::strip_bom(&first).trim_ascii(),
+        ) {
             Ok(v) if read::is_header(&v) => Sniff::Yes,
             _ => Sniff::No,
         }
