@@ -144,7 +144,8 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
     };
 
     let _stdin_copy; // keeps a spooled stdin alive for the conversion
-    let input = if input == Path::new("-") {
+    let from_stdin = input == Path::new("-");
+    let input = if from_stdin {
         match spool_stdin() {
             Ok((dir, path)) => {
                 _stdin_copy = dir;
@@ -164,6 +165,8 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
         .unwrap_or_else(|| detect(&input))
     {
         Ok(c) => c,
+        // Stdin's private copy is no name the user knows.
+        Err(e) if from_stdin => return usage(e.replace(&input.display().to_string(), "stdin")),
         Err(e) => return usage(e),
     };
 
@@ -252,6 +255,14 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
             return ExitCode::from(EXIT_PARTIAL);
         }
     };
+    if from_stdin {
+        // A fault in stdin's private copy is located in stdin, by its line.
+        for e in &mut summary.errors {
+            if e.file == input {
+                e.file = PathBuf::from("stdin");
+            }
+        }
+    }
     if let Some(path) = &args.report
         && let Err(e) = std::fs::write(
             path,
@@ -341,12 +352,65 @@ fn progress_bar() -> Option<ProgressBar> {
     Some(bar)
 }
 
+/// Copies stdin into a private file, named as the harness would name the file it came from,
+/// since a reader may take what a file's name says: `<sessionId>.jsonl` for a Claude Code
+/// transcript (Claude Code names a session by its file, and resumes only a UUID),
+/// `stdin.json` for a single JSON document (an `opencode export`), else `stdin.jsonl`.
 fn spool_stdin() -> std::io::Result<(TempDir, PathBuf)> {
     let dir = TempDir::new()?;
     let path = dir.0.join("stdin.jsonl");
     let mut f = std::fs::File::create(&path)?;
     std::io::copy(&mut std::io::stdin().lock(), &mut f)?;
-    Ok((dir, path))
+    drop(f);
+    let name = stdin_name(&path)?;
+    if name == "stdin.jsonl" {
+        return Ok((dir, path));
+    }
+    let named = dir.0.join(name);
+    std::fs::rename(&path, &named)?;
+    Ok((dir, named))
+}
+
+/// The name [`spool_stdin`] gives the file of stdin's bytes at `path`.
+fn stdin_name(path: &Path) -> std::io::Result<String> {
+    use std::io::{BufRead, Read};
+    let len = std::fs::metadata(path)?.len();
+    // A whole document, up to opencode's own export sizes, parsed to tell it from JSONL.
+    if len <= 64 << 20 {
+        let bytes = std::fs::read(path)?;
+        let bytes = pond_codecs::jsonl::strip_bom(&bytes);
+        let document = serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|v| {
+            v.get("info").is_some_and(|i| i.is_object())
+                && v.get("messages").is_some_and(|m| m.is_array())
+        });
+        if document {
+            return Ok("stdin.json".into());
+        }
+    }
+    let reader = std::io::BufReader::new(std::fs::File::open(path)?.take(1 << 20));
+    for line in reader.lines().take(16) {
+        let Ok(line) = line else { break };
+        let line = line.strip_prefix('\u{feff}').unwrap_or(&line);
+        let Ok(serde_json::Value::Object(record)) = serde_json::from_str(line) else {
+            continue;
+        };
+        if let Some(id) = record.get("sessionId").and_then(|v| v.as_str())
+            && is_uuid(id)
+        {
+            return Ok(format!("{id}.jsonl"));
+        }
+    }
+    Ok("stdin.jsonl".into())
+}
+
+/// Whether `s` has a UUID's form (8-4-4-4-12 hex digits): then it is safe as a file name.
+fn is_uuid(s: &str) -> bool {
+    let groups: Vec<&str> = s.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// A private temporary folder removed on drop.

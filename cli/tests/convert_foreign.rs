@@ -59,6 +59,63 @@ fn pair_syntax_and_stdin_write_a_claude_transcript_to_stdout() {
     assert!(o.stdout.ends_with(b"\n") && o.stdout.len() > 100);
 }
 
+/// Runs `pond ARGS -` with `input` on stdin and `env` set.
+fn piped(args: &[&str], input: &Path, env: &[(&str, &Path)]) -> Output {
+    let mut c = pond();
+    c.args(args)
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&std::fs::read(input).unwrap()).unwrap();
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+/// What comes on stdin is named as its harness names its file: a Claude Code transcript by the
+/// `sessionId` its lines carry (Claude Code resumes a session by its file name, a UUID), an
+/// opencode export as the JSON document it is (so it is detected).
+#[test]
+fn stdin_keeps_what_its_harness_names_by_the_file() {
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
+    let transcript =
+        shared.join("claude-code/claude-code-viewer/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl");
+    let home = tempfile::tempdir().unwrap();
+    let o = piped(
+        &["convert", "claude:claude", "--install"],
+        &transcript,
+        &[("CLAUDE_CONFIG_DIR", home.path())],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("claude --resume 1af7fc5e-8455-4414-9ccd-011d40f70b2a"),
+        "{}",
+        text(&o)
+    );
+    let files = walk(&home.path().join("projects"));
+    assert!(
+        files.iter().any(|f| f
+            .file_name()
+            .is_some_and(|n| n == "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl")),
+        "{files:?}"
+    );
+
+    let export = shared.join("opencode/harness-generated/import-input-basic.json");
+    let o = piped(&["convert", "--to", "claude"], &export, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("opencode -> claude-code"),
+        "{}",
+        text(&o)
+    );
+}
+
 #[test]
 fn from_is_detected_when_omitted() {
     let o = pond()
