@@ -395,22 +395,12 @@ fn stdin_name(path: &Path) -> std::io::Result<String> {
             continue;
         };
         if let Some(id) = record.get("sessionId").and_then(|v| v.as_str())
-            && is_uuid(id)
+            && pond_codecs::claude_code::naming::is_uuid(id)
         {
             return Ok(format!("{id}.jsonl"));
         }
     }
     Ok("stdin.jsonl".into())
-}
-
-/// Whether `s` has a UUID's form (8-4-4-4-12 hex digits): then it is safe as a file name.
-fn is_uuid(s: &str) -> bool {
-    let groups: Vec<&str> = s.split('-').collect();
-    groups.len() == 5
-        && groups
-            .iter()
-            .zip([8, 4, 4, 4, 12])
-            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// A private temporary folder removed on drop.

@@ -59,15 +59,7 @@ pub(crate) const OPTION_KEYS: &[&str] = &[
 /// The loss of a source record that maps to no message (a carrier): pi has no form for it.
 pub(crate) const SOURCE_RECORD: &str = "source_record";
 
-/// Whether `s` is a UUID in its 8-4-4-4-12 hex text form.
-fn is_uuid(s: &str) -> bool {
-    let groups: Vec<&str> = s.split('-').collect();
-    groups.len() == 5
-        && groups
-            .iter()
-            .zip([8, 4, 4, 4, 12])
-            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
-}
+use crate::codex::foreign::is_uuid;
 
 /// The pi session id for a source session id: itself when a UUID, else a derived one.
 pub(crate) fn session_uuid(source: &str) -> (String, bool) {
