@@ -221,3 +221,49 @@ fn duplicate_uuids_are_counted_and_kept() {
         result.report()
     );
 }
+
+/// Another harness's file named as Claude Code's (a pi session, a Codex rollout, with a project
+/// of their own) is refused whole with one located error, not stored as a session of carried
+/// records, while a real Claude Code file beside it converts.
+#[test]
+fn another_harness_file_is_refused_not_read_as_carriers() {
+    let dir = TempDir::new("foreign");
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
+    for (name, fixture) in [
+        ("pi.jsonl", "pi/harness-generated/v3-branching-input.jsonl"),
+        (
+            "codex.jsonl",
+            "codex/generated-codex-0.169.0/exec-with-agents-md.jsonl",
+        ),
+    ] {
+        std::fs::copy(shared.join(fixture), dir.0.join(name)).expect("copy");
+    }
+    write(&dir.0, "good.jsonl", GOOD.as_bytes());
+    let sources = CODEC.read.unwrap().discover(&dir.0).unwrap();
+    let mut out = MemoryOutput::default();
+    let summary = convert_sources(
+        &CODEC,
+        &pond_codecs::pi::CODEC,
+        pond_codecs::Layout::Mirror,
+        &sources,
+        &mut out,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let mut refused: Vec<String> = summary
+        .errors
+        .iter()
+        .map(|e| {
+            assert!(
+                matches!(&e.kind, ParseErrorKind::Unrecognized { detail } if detail.contains("no record is Claude Code's")),
+                "{e}"
+            );
+            assert_eq!(e.locator, pond_canonical::Locator::File, "{e}");
+            e.file.file_name().unwrap().to_string_lossy().into_owned()
+        })
+        .collect();
+    refused.sort();
+    assert_eq!(refused, ["codex.jsonl", "pi.jsonl"]);
+    // Only the Claude Code file became a session.
+    assert_eq!(summary.sessions, 1, "{summary:?}");
+}

@@ -9,6 +9,10 @@
 //! * [`naming`]: the encoded project folder, derived UUIDs, the resume command;
 //! * [`validate`]: the structural check of a written transcript.
 //!
+//! A file none of whose records is Claude Code's (no `uuid`, no `sessionId`, no record type
+//! Claude Code writes: another harness's file under a Claude Code source) is refused whole with
+//! one `Unrecognized` error at the file, not read as a session of carried records.
+//!
 //! The format is described, with sources, in `shared/formats/claude-code.md`.
 
 pub mod foreign;

@@ -220,7 +220,37 @@ struct Survey {
     /// The records of each line that holds several (`{...}{...}`), in order; `None` for one the
     /// survey could not read.
     several: HashMap<u64, Vec<Option<SurveyedLine>>>,
+    /// Records the survey read, and the first of them that is Claude Code's: one with a `uuid` or
+    /// a `sessionId`, or of a record type Claude Code writes ([`CLAUDE_CODE_TYPES`]).
+    records: u64,
+    claude_code: bool,
+    /// The first record's `type`, for the error when none is Claude Code's.
+    first_type: Option<String>,
 }
+
+/// The record types Claude Code writes (the union the claude-code-viewer schema accepts,
+/// ../shared/formats/claude-code.md). A file none of whose records is of one of these or carries
+/// a `uuid` or `sessionId` is some other harness's (a pi session, a Codex rollout), refused
+/// whole rather than stored as a session of carried records.
+const CLAUDE_CODE_TYPES: &[&str] = &[
+    "user",
+    "assistant",
+    "summary",
+    "system",
+    "file-history-snapshot",
+    "queue-operation",
+    "progress",
+    "custom-title",
+    "ai-title",
+    "agent-name",
+    "agent-setting",
+    "permission-mode",
+    "mode",
+    "pr-link",
+    "last-prompt",
+    "bridge-session",
+    "attachment",
+];
 
 /// What the survey learned about one line.
 #[derive(Clone, Copy)]
@@ -255,8 +285,19 @@ fn survey(source: &Origin, held: Option<&[u8]>, two_threads: bool) -> Result<Sur
     let mut uuid_group: HashMap<String, (usize, u64), foldhash::fast::RandomState> =
         HashMap::default();
     let mut agent_group: HashMap<String, usize> = HashMap::new();
+    let (mut records, mut claude_code, mut first_type) = (0u64, false, None);
     // What the survey learns from one record (a line, or one of several records on a line).
     let mut one = |line: u64, scan: &jsonl::SurveyLine<'_>, carried: bool| -> SurveyedLine {
+        records += 1;
+        if !claude_code {
+            let kind = scan.str("type");
+            claude_code = scan.has("uuid")
+                || scan.has("sessionId")
+                || kind.is_some_and(|t| CLAUDE_CODE_TYPES.contains(&t));
+            if records == 1 {
+                first_type = kind.map(str::to_owned);
+            }
+        }
         let sidechain = scan.bool("isSidechain") == Some(true);
         let group = if agent_file || !sidechain {
             0
@@ -349,6 +390,9 @@ fn survey(source: &Origin, held: Option<&[u8]>, two_threads: bool) -> Result<Sur
         groups,
         lines,
         several,
+        records,
+        claude_code,
+        first_type,
     })
 }
 
@@ -374,6 +418,19 @@ fn read_source(
         Ok(s) => s,
         Err(e) => return emit(Err(e)),
     };
+    if survey.records > 0 && !survey.claude_code {
+        let detail = format!(
+            "no record is Claude Code's: none has a `uuid` or `sessionId` or a Claude Code record \
+             type (the first record's type: {}); name the file's harness with --from",
+            survey
+                .first_type
+                .as_deref()
+                .map_or_else(|| "none".to_owned(), |t| format!("`{t}`"))
+        );
+        return emit(Err(
+            source.error(Locator::File, ParseErrorKind::Unrecognized { detail })
+        ));
+    }
     let mut slots: Vec<Slot> = survey.groups.iter().map(|_| Slot::Pending).collect();
     let mut tool_names = HashMap::new();
     let mut parser = jsonl::LineParser::default();
