@@ -274,3 +274,45 @@ fn restore_to_opencode_imports_into_the_real_opencode() {
     let again = restore();
     assert!(again.status.success(), "{again:?}");
 }
+
+/// With no sources configured, `pond sync` reads each harness where that harness keeps its
+/// sessions, by the harness's own variables: pi's `PI_CODING_AGENT_SESSION_DIR` (pi 0.73) too.
+#[test]
+fn sync_finds_pi_sessions_where_pi_session_dir_puts_them() {
+    let scratch = tempfile::tempdir().unwrap();
+    let sessions = scratch.path().join("pi-sessions");
+    std::fs::create_dir(&sessions).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/fixtures/pi/harness-generated/v3-branching-input.jsonl"),
+        sessions.join("2026-01-01T00-00-00-000Z_v3.jsonl"),
+    )
+    .unwrap();
+    let empty = scratch.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_pond"))
+        .args(["--json", "sync", "--only", "import", "--data"])
+        .arg(scratch.path().join("store"))
+        .env("HOME", &empty)
+        .env("POND_CONFIG", empty.join("none.toml"))
+        .env("XDG_DATA_HOME", &empty)
+        .env("CLAUDE_CONFIG_DIR", &empty)
+        .env("CODEX_HOME", &empty)
+        .env("PI_CODING_AGENT_DIR", &empty)
+        .env("PI_CODING_AGENT_SESSION_DIR", &sessions)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{text}");
+    let sessions = pond(&["sessions", "--json"], &scratch.path().join("store"));
+    let listed = ok(&sessions);
+    let rows = listed["sessions"].as_array().or(listed.as_array()).cloned();
+    assert!(
+        rows.is_some_and(|r| !r.is_empty() && r.iter().all(|s| s["source_agent"] == "pi")),
+        "{listed}\n{text}"
+    );
+}

@@ -49,8 +49,14 @@ pub static CODEC: Codec = Codec {
     default_sources,
 };
 
-/// `pond sync`'s default source: `$PI_CODING_AGENT_DIR/sessions`, else `~/.pi/agent/sessions`.
+/// `pond sync`'s default source: `$PI_CODING_AGENT_SESSION_DIR` (pi >= 0.73: where pi keeps
+/// its session files, flat, in place of its own folders), else `$PI_CODING_AGENT_DIR/sessions`,
+/// else `~/.pi/agent/sessions`. (`--install` still writes into pi's own folders, where
+/// `pi --session <file>` opens a session wherever it is.)
 fn default_sources() -> Vec<std::path::PathBuf> {
+    if let Some(dir) = std::env::var_os("PI_CODING_AGENT_SESSION_DIR").filter(|d| !d.is_empty()) {
+        return vec![std::path::PathBuf::from(dir)];
+    }
     crate::registry::env_or_home("PI_CODING_AGENT_DIR", ".pi/agent")
         .map(|d| d.join("sessions"))
         .into_iter()
