@@ -57,7 +57,7 @@ pub fn export(args: ExportArgs, json: bool) -> ExitCode {
         .out
         .unwrap_or_else(|| PathBuf::from(archive::default_name()));
     let rt = runtime();
-    let opened = match args.data.open(&rt) {
+    let opened = match args.data.open_to_read(&rt, "export") {
         Ok(o) => o,
         Err(e) => return fail("export", e),
     };

@@ -61,7 +61,7 @@ pub fn run(args: GetArgs, json: bool) -> ExitCode {
         budget_bytes: args.budget,
     };
     let rt = runtime();
-    let opened = match args.data.open(&rt) {
+    let opened = match args.data.open_to_read(&rt, "get") {
         Ok(o) => o,
         Err(e) => return fail("get", e),
     };

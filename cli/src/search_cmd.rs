@@ -71,6 +71,7 @@ pub fn run(args: SearchArgs, json: bool) -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail("search", e),
     };
+    crate::store_cmd::say_if_absent("search", &location);
     let failed = |e: PondError| failed(e, &location);
     let mut request = SearchRequest::new(args.query.join(" "));
     request.limit = Some(args.limit);

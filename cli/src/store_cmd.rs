@@ -89,6 +89,19 @@ impl DataArgs {
         Ok((pond, location))
     }
 
+    /// [`DataArgs::open`] for a verb that only reads: a local store that does not exist is
+    /// read as empty, as it should be before the first sync, but a path given by mistake must
+    /// not look like an empty store, so the verb says so on stderr.
+    pub(crate) fn open_to_read(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        verb: &str,
+    ) -> Result<Opened, String> {
+        let opened = self.open(rt)?;
+        say_if_absent(verb, &opened.location);
+        Ok(opened)
+    }
+
     /// The store of `--namespace` (else the default), resolved as a request's namespace is
     /// (wire-namespace-resolution): a namespace not provisioned is refused.
     pub(crate) fn open(&self, rt: &tokio::runtime::Runtime) -> Result<Opened, String> {
@@ -97,6 +110,21 @@ impl DataArgs {
             .block_on(pond.namespace(None))
             .map_err(|e| format!("{} (store {})", e.message, location.describe()))?;
         Ok(Opened { store, location })
+    }
+}
+
+/// Says on stderr that a local store does not exist (yet), for the verbs that only read it.
+pub(crate) fn say_if_absent(verb: &str, location: &Location) {
+    if location.backend() != pond_store::substrate::Backend::Local {
+        return;
+    }
+    let path = location.uri();
+    let path = std::path::Path::new(path.strip_prefix("file://").unwrap_or(path));
+    if !path.exists() {
+        eprintln!(
+            "pond {verb}: no store at {} (`pond sync` makes one there; --data, POND_DATA or config.toml name another)",
+            pond_canonical::escape_controls(&path.display().to_string())
+        );
     }
 }
 
@@ -515,7 +543,7 @@ pub fn sessions(args: SessionsArgs, json: bool) -> ExitCode {
         Err(e) => return fail("sessions", e),
     };
     let rt = runtime();
-    let opened = match args.data.open(&rt) {
+    let opened = match args.data.open_to_read(&rt, "sessions") {
         Ok(o) => o,
         Err(e) => return fail("sessions", e),
     };
@@ -551,7 +579,7 @@ pub fn sessions(args: SessionsArgs, json: bool) -> ExitCode {
 
 pub fn status(args: StatusArgs, json: bool) -> ExitCode {
     let rt = runtime();
-    let opened = match args.data.open(&rt) {
+    let opened = match args.data.open_to_read(&rt, "status") {
         Ok(o) => o,
         Err(e) => return fail("status", e),
     };
@@ -654,7 +682,7 @@ pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
         );
     };
     let rt = runtime();
-    let opened = match args.data.open(&rt) {
+    let opened = match args.data.open_to_read(&rt, "restore") {
         Ok(o) => o,
         Err(e) => return fail("restore", e),
     };

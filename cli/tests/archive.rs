@@ -316,3 +316,32 @@ fn sync_finds_pi_sessions_where_pi_session_dir_puts_them() {
         "{listed}\n{text}"
     );
 }
+
+/// A reading verb pointed at a local store that is not there (a typo in `--data`) says so,
+/// rather than looking like an empty store; it creates nothing.
+#[test]
+fn reading_verbs_say_when_no_store_is_there() {
+    let scratch = tempfile::tempdir().unwrap();
+    let typo = scratch.path().join("no-such-store");
+    for verb in [&["sessions"][..], &["status"], &["search", "anything"]] {
+        let o = pond(verb, &typo);
+        assert!(o.status.success(), "{verb:?}: {o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("no store at") && err.contains("no-such-store"),
+            "{verb:?}: {err}"
+        );
+    }
+    assert!(!typo.exists(), "a reading verb made the store");
+    // Once synced, the store is there and nothing is said.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures/claude-code/claude-code-viewer");
+    let source = format!("claude-code={}", fixtures.display());
+    let o = pond(&["sync", "--only", "import", "--source", &source], &typo);
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{o:?}");
+    let o = pond(&["sessions"], &typo);
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("no store at"),
+        "{o:?}"
+    );
+}
