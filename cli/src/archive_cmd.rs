@@ -56,6 +56,14 @@ pub fn export(args: ExportArgs, json: bool) -> ExitCode {
     let out = args
         .out
         .unwrap_or_else(|| PathBuf::from(archive::default_name()));
+    if out == Path::new("-") {
+        // `convert` takes `-` for stdout; an archive is a file read back by seeking (`import`
+        // checks it whole first), so `-` is refused rather than written as a file named `-`.
+        return fail(
+            "export",
+            "--out -: an archive is written to a file, not to stdout; name the file (`--out pond.pond`)",
+        );
+    }
     let rt = runtime();
     let opened = match args.data.open_to_read(&rt, "export") {
         Ok(o) => o,

@@ -57,6 +57,16 @@ fn export_import_and_sync_import_from() {
     let archive_arg = archive.display().to_string();
     let v = ok(&pond(&["export", "--json", "--out", &archive_arg], &a));
     assert_eq!(v["tables"]["messages"].as_u64(), Some(want[1].1));
+    // `--out -` is no file name: refused, nothing written as `-`.
+    let dash = Command::new(env!("CARGO_BIN_EXE_pond"))
+        .args(["export", "--out", "-", "--data"])
+        .arg(&a)
+        .current_dir(scratch.path())
+        .output()
+        .unwrap();
+    assert!(!dash.status.success(), "{dash:?}");
+    assert!(String::from_utf8_lossy(&dash.stderr).contains("--out -"));
+    assert!(!scratch.path().join("-").exists());
     // Never overwritten.
     let again = pond(&["export", "--out", &archive_arg], &a);
     assert_eq!(again.status.code(), Some(1));
