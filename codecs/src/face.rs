@@ -188,6 +188,36 @@ impl<'a> CarriedLine<'a> {
         (self.make)(&self.parts)
     }
 
+    /// Whether the line may be a Codex `compacted` record (its envelope's `type`, within the
+    /// line's first bytes): a foreign writer that counts carriers without building them builds
+    /// this one, to report it as [`COMPACTION_LOSS`] ([`is_compaction_record`] decides).
+    pub fn may_be_compaction(&self) -> bool {
+        let head = &self.parts.line.as_bytes()[..self.parts.line.len().min(160)];
+        memchr::memmem::find(head, br#""type":"compacted""#).is_some()
+    }
+}
+
+/// The loss a foreign write reports for a Codex `compacted` record: the summary Codex resumes
+/// from in place of the history before it. The summary is model text no other harness has a
+/// form for at that place; the history before it is written whole (docs/decisions.md, "A
+/// Codex compaction in a foreign write").
+pub const COMPACTION_LOSS: &str = "compaction_summary";
+
+/// Whether a carried record is a Codex `compacted` record.
+pub fn is_compaction_record(record: &serde_json::Map<String, serde_json::Value>) -> bool {
+    record.get("type").and_then(serde_json::Value::as_str) == Some("compacted")
+}
+
+/// The text of a [`COMPACTION_LOSS`] for a write into `target` (a harness's name).
+pub fn compaction_loss_detail(target: &str) -> String {
+    format!(
+        "a Codex `compacted` record (the summary Codex resumes from instead of the history \
+         before it) has no {target} form: its summary text is left out, and the history before \
+         it is written whole, so a resume sends all of it"
+    )
+}
+
+impl<'a> CarriedLine<'a> {
     /// The line with what its message is made from, owned: to hand it to another thread (the
     /// two-thread conversion), where [`OwnedCarried::carried`] gives it back.
     pub fn to_owned(&self) -> OwnedCarried {

@@ -141,7 +141,10 @@ pub(crate) trait Streamed {
         loss: &str,
         target: &mut Target<'_>,
     ) -> Result<(), WriteError> {
-        if self.prelude().decided() && target.losses.count_again(loss) {
+        if self.prelude().decided()
+            && !carried.may_be_compaction()
+            && target.losses.count_again(loss)
+        {
             return Ok(());
         }
         self.push(&carried.message(), target)

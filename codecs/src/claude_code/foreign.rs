@@ -170,7 +170,9 @@ impl ForeignWriter {
         let may_name_a_model = ["\"model\"", "\"modelID\"", "\"modelId\""]
             .iter()
             .any(|key| line.contains(key));
-        let counted = self.streams[i].started && target.losses.kinds.contains_key(SOURCE_RECORD);
+        let counted = self.streams[i].started
+            && target.losses.kinds.contains_key(SOURCE_RECORD)
+            && !carried.may_be_compaction();
         if !counted {
             return self.message(&carried.message(), target);
         }
@@ -590,7 +592,15 @@ impl Stream {
             return;
         };
         let at = self.at(m);
-        if let Some(record) = s.carried_record() {
+        if let Some(record) = s.carried_record()
+            && crate::face::is_compaction_record(record)
+        {
+            losses.record(
+                crate::face::COMPACTION_LOSS,
+                at,
+                crate::face::compaction_loss_detail("Claude Code"),
+            );
+        } else if let Some(record) = s.carried_record() {
             let kind = record
                 .get("type")
                 .or_else(|| record.get("record_type"))

@@ -308,7 +308,15 @@ impl ForeignFile {
             // A system message or a carried record does not end a model response: codex
             // interleaves event records between the reasoning, text and calls of one response.
             Message::System(s) => {
-                if s.carried_record().is_some() {
+                if s.carried_record()
+                    .is_some_and(crate::face::is_compaction_record)
+                {
+                    self.losses.record(
+                        crate::face::COMPACTION_LOSS,
+                        at,
+                        crate::face::compaction_loss_detail("pi"),
+                    );
+                } else if s.carried_record().is_some() {
                     self.losses.record(
                         SOURCE_RECORD,
                         at,
