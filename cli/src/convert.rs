@@ -197,6 +197,12 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
         Layout::Mirror
     };
     let out_dir = install_root.clone().or_else(|| args.out.clone());
+    if let Some(dir) = out_dir.as_ref().filter(|d| d.exists() && !d.is_dir()) {
+        return usage(format!(
+            "{}: not a folder (--out names the folder sessions are written under)",
+            dir.display()
+        ));
+    }
     let project = args.project.as_deref();
     let result = match (&out_dir, &args.output) {
         (Some(dir), _) => {

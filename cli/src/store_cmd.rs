@@ -711,6 +711,15 @@ pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
             Layout::Mirror,
         )
     };
+    if root.exists() && !root.is_dir() {
+        return fail(
+            "restore",
+            format!(
+                "{}: not a folder (sessions are written as files under it)",
+                root.display()
+            ),
+        );
+    }
     let mut out = DirOutput::new(&root);
     let unit = format!("session {}", args.session);
     let mut summary = match pond_codecs::convert::write_events(to, layout, &unit, events, &mut out)

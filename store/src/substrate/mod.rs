@@ -52,6 +52,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 
+/// The fewest rows a write that lost a commit race is split at (see `Substrate::merge_unique`):
+/// below it a write is quick, and tried again whole.
+pub const SPLIT_FLOOR: usize = 512;
+
+/// `batches` cut in two halves of (about) the same number of rows, without copying them.
+fn halves(batches: &[RecordBatch]) -> Result<(Vec<RecordBatch>, Vec<RecordBatch>), ArrowError> {
+    let schema = batches[0].schema();
+    let all = arrow_select::concat::concat_batches(&schema, batches)?;
+    let mid = all.num_rows() / 2;
+    Ok((
+        vec![all.slice(0, mid)],
+        vec![all.slice(mid, all.num_rows() - mid)],
+    ))
+}
+
 /// The shared Lance session's caches. Lance's defaults (6 GiB of index pages, 1 GiB of file
 /// metadata) exceed pond's whole budget (peak RSS under 1 GiB for a sync of any size). Everything
 /// else a write holds is bounded by the consumer's batch; the metadata cache instead grows with
@@ -514,7 +529,7 @@ impl Substrate {
         spec: &TableSpec,
         batches: Vec<RecordBatch>,
         create: bool,
-        configure: impl Fn(&mut MergeInsertBuilder, &Dataset) -> lance::Result<()>,
+        configure: impl Fn(&mut MergeInsertBuilder, &Dataset) -> lance::Result<()> + Sync,
     ) -> Result<(lance::dataset::MergeStats, u32), StoreError> {
         // adapter-integrity-dedup, the floor: duplicate keys keep their first row. Done here rather
         // than by Lance's `SourceDedupeBehavior::FirstSeen`, which turns the source into a stream
@@ -526,79 +541,136 @@ impl Substrate {
             table: spec.name,
             detail: e.to_string(),
         })?;
-        let mut attempts = 0u32;
-        // When this write first lost a commit race (lance-retry-jitter: its retries are bounded
-        // in time from then, RetryPolicy::conflict_budget).
-        let mut lost_since: Option<Instant> = None;
-        loop {
-            attempts += 1;
-            let ds = match self.dataset(spec).await? {
-                Some(ds) => ds,
-                None if !create => return Ok((Default::default(), attempts)),
-                None => match self.create(spec).await {
-                    Ok(ds) => ds,
-                    // Another writer created it first: use theirs.
-                    Err(_) if attempts < self.retry.attempts => continue,
-                    Err(e) => return Err(e),
-                },
-            };
-            let job = MergeInsertBuilder::try_new(ds.clone(), Vec::new())
-                .and_then(|mut b| {
-                    configure(&mut b, &ds)?;
-                    // The indexed merge path records no inserted-key filter, so concurrent
-                    // inserts of one new key could both commit (lance-14-notes, surprise 3).
-                    // Lance's own retries of a lost race stop at the budget; the attempts of
-                    // this loop are bounded by it too (below).
-                    b.use_index(false)
-                        .skip_auto_cleanup(true)
-                        .retry_timeout(self.retry.conflict_budget);
-                    b.try_build()
-                })
-                .map_err(|e| StoreError::Invalid {
-                    table: spec.name,
-                    detail: e.to_string(),
-                })?;
-            match job.execute_batches(batches.clone()).await {
-                Ok((new_ds, stats)) => {
-                    self.handles.lock().await.insert(
-                        spec.name,
-                        Handle {
-                            dataset: new_ds,
-                            checked: Instant::now(),
-                        },
-                    );
-                    let taken = attempts.max(stats.num_attempts);
-                    return Ok((stats, taken));
-                }
-                Err(e) if self.retry.write_goes_on(&e, attempts, lost_since) => {
-                    if retry::is_conflict(&e) {
-                        lost_since.get_or_insert_with(Instant::now);
+        self.merge_unique(spec, batches, create, &configure).await
+    }
+
+    /// [`Self::merge`] of rows whose keys are unique. A write of more than [`SPLIT_FLOOR`] rows
+    /// that loses a commit race is split in two halves merged one after the other: Lance's
+    /// inserted-key filter is a bloom filter sized for 8,192 keys and compared byte by byte,
+    /// so a large batch "intersects" any other write and loses to every commit made while it
+    /// writes; against a steady stream of small writes (a server's ingests) it never won. Its
+    /// halves are shorter, and so fit between the other writer's commits (docs/decisions.md,
+    /// "A large write against a stream of small ones"). The rows are the same, keyed; only the
+    /// commits are more (a batch was never atomic across tables, lance-forward-compat-no-cross-
+    /// shard-atomic-write).
+    fn merge_unique<'a>(
+        &'a self,
+        spec: &'a TableSpec,
+        batches: Vec<RecordBatch>,
+        create: bool,
+        configure: &'a (dyn Fn(&mut MergeInsertBuilder, &Dataset) -> lance::Result<()> + Sync),
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<Output = Result<(lance::dataset::MergeStats, u32), StoreError>>
+                + Send
+                + 'a,
+        >,
+    > {
+        Box::pin(async move {
+            let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+            let splittable = rows > SPLIT_FLOOR;
+            let mut attempts = 0u32;
+            // When this write first lost a commit race (lance-retry-jitter: its retries are bounded
+            // in time from then, RetryPolicy::conflict_budget).
+            let mut lost_since: Option<Instant> = None;
+            loop {
+                attempts += 1;
+                let ds = match self.dataset(spec).await? {
+                    Some(ds) => ds,
+                    None if !create => return Ok((Default::default(), attempts)),
+                    None => match self.create(spec).await {
+                        Ok(ds) => ds,
+                        // Another writer created it first: use theirs.
+                        Err(_) if attempts < self.retry.attempts => continue,
+                        Err(e) => return Err(e),
+                    },
+                };
+                let job = MergeInsertBuilder::try_new(ds.clone(), Vec::new())
+                    .and_then(|mut b| {
+                        configure(&mut b, &ds)?;
+                        // The indexed merge path records no inserted-key filter, so concurrent
+                        // inserts of one new key could both commit (lance-14-notes, surprise 3).
+                        // Lance's own retries of a lost race stop at the budget; the attempts of
+                        // this loop are bounded by it too (below).
+                        b.use_index(false)
+                            .skip_auto_cleanup(true)
+                            .retry_timeout(self.retry.conflict_budget);
+                        if splittable {
+                            // A large write that lost is split (above) rather than tried again
+                            // whole: Lance gives it one more try of its own.
+                            b.conflict_retries(1);
+                        }
+                        b.try_build()
+                    })
+                    .map_err(|e| StoreError::Invalid {
+                        table: spec.name,
+                        detail: e.to_string(),
+                    })?;
+                match job.execute_batches(batches.clone()).await {
+                    Ok((new_ds, stats)) => {
+                        self.handles.lock().await.insert(
+                            spec.name,
+                            Handle {
+                                dataset: new_ds,
+                                checked: Instant::now(),
+                            },
+                        );
+                        let taken = attempts.max(stats.num_attempts);
+                        return Ok((stats, taken));
                     }
-                    self.retry.pause(attempts).await;
-                    self.forget(spec.name).await;
-                }
-                Err(e) if retry::is_conflict(&e) => {
-                    return Err(StoreError::Conflict {
-                        table: spec.name,
-                        attempts,
-                        detail: e.to_string(),
-                    });
-                }
-                Err(e) if retry::is_transient(&e) => {
-                    return Err(StoreError::Unavailable {
-                        table: spec.name.to_owned(),
-                        attempts,
-                        detail: e.to_string(),
-                    });
-                }
-                Err(e) => {
-                    return Err(StoreError::Invalid {
-                        table: spec.name,
-                        detail: e.to_string(),
-                    });
+                    Err(e) if splittable && retry::is_conflict(&e) => {
+                        self.forget(spec.name).await;
+                        let (first, second) =
+                            halves(&batches).map_err(|e| StoreError::Invalid {
+                                table: spec.name,
+                                detail: e.to_string(),
+                            })?;
+                        let (a, a_attempts) =
+                            self.merge_unique(spec, first, create, configure).await?;
+                        let (b, b_attempts) =
+                            self.merge_unique(spec, second, create, configure).await?;
+                        let stats = lance::dataset::MergeStats {
+                            num_inserted_rows: a.num_inserted_rows + b.num_inserted_rows,
+                            num_updated_rows: a.num_updated_rows + b.num_updated_rows,
+                            num_deleted_rows: a.num_deleted_rows + b.num_deleted_rows,
+                            num_attempts: a.num_attempts + b.num_attempts,
+                            bytes_written: a.bytes_written + b.bytes_written,
+                            num_files_written: a.num_files_written + b.num_files_written,
+                            num_skipped_duplicates: a.num_skipped_duplicates
+                                + b.num_skipped_duplicates,
+                        };
+                        return Ok((stats, attempts + a_attempts + b_attempts));
+                    }
+                    Err(e) if self.retry.write_goes_on(&e, attempts, lost_since) => {
+                        if retry::is_conflict(&e) {
+                            lost_since.get_or_insert_with(Instant::now);
+                        }
+                        self.retry.pause(attempts).await;
+                        self.forget(spec.name).await;
+                    }
+                    Err(e) if retry::is_conflict(&e) => {
+                        return Err(StoreError::Conflict {
+                            table: spec.name,
+                            attempts,
+                            detail: e.to_string(),
+                        });
+                    }
+                    Err(e) if retry::is_transient(&e) => {
+                        return Err(StoreError::Unavailable {
+                            table: spec.name.to_owned(),
+                            attempts,
+                            detail: e.to_string(),
+                        });
+                    }
+                    Err(e) => {
+                        return Err(StoreError::Invalid {
+                            table: spec.name,
+                            detail: e.to_string(),
+                        });
+                    }
                 }
             }
-        }
+        })
     }
 
     /// Runs `op` on the latest version of `spec` (a commit: index and configuration changes),
@@ -785,5 +857,103 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(fresh.stats(&spec).await.unwrap().0, 8);
+    }
+
+    #[test]
+    fn halves_keep_every_row_in_order() {
+        use arrow_array::Array;
+        let spec = spec();
+        let (a, b) = halves(&[keys(&spec, 0, 3), keys(&spec, 1, 4)]).unwrap();
+        let ids = |bs: &[RecordBatch]| -> Vec<String> {
+            bs.iter()
+                .flat_map(|b| {
+                    let col = b.column(0).as_any().downcast_ref::<StringArray>().unwrap();
+                    (0..col.len())
+                        .map(|i| col.value(i).to_owned())
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        assert_eq!(ids(&a), ["w0-0", "w0-1", "w0-2"]);
+        assert_eq!(ids(&b), ["w1-0", "w1-1", "w1-2", "w1-3"]);
+    }
+
+    /// A table of a key and a text body, for writes that take a while, as a sync's do.
+    fn wide() -> TableSpec {
+        let mut spec = spec();
+        let mut fields: Vec<Field> = spec.schema.fields().iter().map(|f| (**f).clone()).collect();
+        fields.push(Field::new("body", DataType::Utf8, false));
+        spec.schema = Arc::new(Schema::new(fields));
+        spec
+    }
+
+    fn wide_rows(spec: &TableSpec, prefix: &str, n: usize) -> RecordBatch {
+        let ids: Vec<String> = (0..n).map(|i| format!("{prefix}-{i}")).collect();
+        let body = "x".repeat(2048);
+        let bodies: Vec<&str> = (0..n).map(|_| body.as_str()).collect();
+        RecordBatch::try_new(
+            spec.schema.clone(),
+            vec![
+                Arc::new(StringArray::from(ids)),
+                Arc::new(StringArray::from(bodies)),
+            ],
+        )
+        .unwrap()
+    }
+
+    /// A large write against a steady stream of small ones (a sync beside a server taking
+    /// ingests): Lance's inserted-key filters make the large one lose to every commit made while
+    /// it writes, so whole it did not commit until the stream stopped (issue 22's user trial);
+    /// split on a lost race, it commits while the stream goes on, and every row of both writers
+    /// is stored once (docs/decisions.md, "A large write against a stream of small ones").
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_large_write_commits_between_a_stream_of_small_ones() {
+        let spec = wide();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().display().to_string();
+        let small = Substrate::new(&root, RetryPolicy::default());
+        small
+            .merge_insert(&spec, vec![wide_rows(&spec, "first", 1)])
+            .await
+            .unwrap();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // Bounded: at most 400 small writes, one every 25 ms.
+        const STREAM: usize = 400;
+        let stream = {
+            let (done, spec) = (done.clone(), spec.clone());
+            tokio::spawn(async move {
+                let mut n = 0;
+                while !done.load(std::sync::atomic::Ordering::Relaxed) && n < STREAM {
+                    n += 1;
+                    let one = wide_rows(&spec, &format!("small{n}"), 1);
+                    small.merge_insert(&spec, vec![one]).await.unwrap();
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+                n
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let large = Substrate::new(&root, RetryPolicy::default());
+        let outcome = large
+            .merge_insert(&spec, vec![wide_rows(&spec, "large", 20_000)])
+            .await;
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let streamed = stream.await.unwrap();
+        let outcome = outcome.expect("the large write commits");
+        assert_eq!(outcome.inserted, 20_000);
+        // It lost at least once, and committed early in the stream: whole, it lost to the
+        // stream until the stream ended in 2 of 3 runs, and took three quarters of it in the
+        // third (SPLIT_FLOOR set past its size); split, it commits within the first few dozen
+        // small writes.
+        assert!(outcome.attempts >= 2, "{outcome:?}");
+        assert!(
+            streamed < STREAM / 4,
+            "the large write committed only after {streamed} small writes"
+        );
+        let fresh = Substrate::new(&root, RetryPolicy::default());
+        assert_eq!(
+            fresh.stats(&spec).await.unwrap().0,
+            20_000 + 1 + streamed as u64
+        );
     }
 }

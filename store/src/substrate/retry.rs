@@ -42,7 +42,35 @@ impl Default for RetryPolicy {
 /// object store refusing the credentials (a wrong secret stays wrong; retrying it only delays
 /// the error).
 pub(crate) fn is_transient(e: &lance::Error) -> bool {
-    is_conflict(e) || (is_fault(e) && !is_denied(e))
+    is_conflict(e) || (is_fault(e) && !is_denied(e) && !is_permanent_os(e))
+}
+
+/// The local file system's answers that stay the same however often they are asked: the
+/// store's path is a file, or pond may not write there (`EACCES`, `EPERM`, `ENOTDIR`,
+/// `EISDIR`, `EROFS`). Retried, they only delayed the error by 20 s and more (issue 22's user
+/// trial). Lance passes most of them on as text, so the OS's own wording is matched too.
+fn is_permanent_os(e: &lance::Error) -> bool {
+    use std::io::ErrorKind::{IsADirectory, NotADirectory, PermissionDenied, ReadOnlyFilesystem};
+    causes(e).any(|s| {
+        if let Some(io) = s.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                PermissionDenied | NotADirectory | IsADirectory | ReadOnlyFilesystem
+            )
+        {
+            return true;
+        }
+        let text = s.to_string();
+        [
+            "(os error 1)",
+            "(os error 13)",
+            "(os error 20)",
+            "(os error 21)",
+            "(os error 30)",
+        ]
+        .iter()
+        .any(|code| text.contains(code))
+    })
 }
 
 /// Whether a Lance error is the object store failing: Lance's own I/O and timeout errors, an
@@ -300,5 +328,25 @@ mod tests {
             source: "403".into(),
         }));
         assert!(!is_transient(&denied));
+    }
+
+    #[test]
+    fn a_local_path_pond_may_not_write_or_that_is_a_file_is_not_a_fault() {
+        // As std::io::Error, and as the text Lance keeps of object_store's local errors.
+        let denied = lance::Error::io_source(Box::new(std::io::Error::from(
+            std::io::ErrorKind::PermissionDenied,
+        )));
+        assert!(!is_transient(&denied));
+        let not_a_dir = lance::Error::External {
+            source: Box::new(object_store::Error::Generic {
+                store: "LocalFileSystem",
+                source: "Unable to walk dir: IO error for operation on /s/afile/sessions.lance/_versions: Not a directory (os error 20)".into(),
+            }),
+        };
+        assert!(!is_transient(&not_a_dir));
+        let as_text = lance::Error::io_source("Permission denied (os error 13)".into());
+        assert!(!is_transient(&as_text));
+        // A refused connection stays a fault.
+        assert!(is_transient(&refused()));
     }
 }
