@@ -369,6 +369,13 @@ macro_rules! role_parts {
                     $($name::$variant(x) => PartRef::$variant(x),)*
                 }
             }
+
+            /// Moves the part to `session` (its message is replayed there, [`Message::replayed_in`]).
+            fn set_session(&mut self, session: &SessionId) {
+                match self {
+                    $($name::$variant(x) => x.session_id = session.clone(),)*
+                }
+            }
         }
 
         impl TryFrom<Part> for $name {
@@ -552,6 +559,28 @@ impl Message {
     /// The containing session.
     pub fn session_id(&self) -> &SessionId {
         each_message!(self, m => &m.session_id)
+    }
+
+    /// This message replayed in `session`, as a fork replays its parent's history: the same id,
+    /// time, parts and options, in `session` (the message's and each part's `session_id`).
+    pub fn replayed_in(&self, session: &SessionId) -> Message {
+        let mut copy = self.clone();
+        match &mut copy {
+            Message::System(m) => m.session_id = session.clone(),
+            Message::User(m) => {
+                m.session_id = session.clone();
+                m.content.iter_mut().for_each(|p| p.set_session(session));
+            }
+            Message::Assistant(m) => {
+                m.session_id = session.clone();
+                m.content.iter_mut().for_each(|p| p.set_session(session));
+            }
+            Message::Tool(m) => {
+                m.session_id = session.clone();
+                m.content.iter_mut().for_each(|p| p.set_session(session));
+            }
+        }
+        copy
     }
 
     /// The source-recorded timestamp.

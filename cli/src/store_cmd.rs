@@ -686,7 +686,12 @@ pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
         Ok(o) => o,
         Err(e) => return fail("restore", e),
     };
-    let events = match rt.block_on(pond_store::restore::lineage(&opened.store, &args.session)) {
+    // A fork written into another harness carries its parent's history (restore::lineage).
+    let events = match rt.block_on(pond_store::restore::lineage(
+        &opened.store,
+        &args.session,
+        Some(to.name),
+    )) {
         Ok(l) => l,
         Err(e) => return opened.fail("restore", e),
     };

@@ -4,6 +4,7 @@
 use crate::sessions::SessionStore;
 use crate::substrate::StoreError;
 use pond_canonical::{Event, Message};
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 /// Why a session cannot be restored.
@@ -50,7 +51,18 @@ impl From<StoreError> for RestoreError {
 /// `id` and its child sessions as one canonical event stream (adapter-lineage-complete-restore):
 /// every `Session` first, then every message in the order the source emitted them (`seq`), so a
 /// native write puts a child's lines back where they were when parent and child shared a file.
-pub async fn lineage(store: &SessionStore, id: &str) -> Result<Vec<Event>, RestoreError> {
+///
+/// `replay_into_forks`: for a write into another harness (the target codec's brand, so that
+/// sessions of that harness are left as they are), a fork with a cut-point (`parent_message_id`)
+/// also gets its parent's messages up to and including the cut-point, replayed in it: a pi
+/// branch is stored as the entries after the point it branched at, and written into another
+/// harness as a session of its own it began mid-conversation (issue 22's user trial: the
+/// user's first prompt missing, the history sent to the model starting with an answer).
+pub async fn lineage(
+    store: &SessionStore,
+    id: &str,
+    replay_into_forks: Option<&str>,
+) -> Result<Vec<Event>, RestoreError> {
     let mut sessions = store.session_and_children(id).await?;
     let Some(pos) = sessions.iter().position(|s| s.id.as_str() == id) else {
         return Err(RestoreError::NotFound(id.to_owned()));
@@ -71,14 +83,37 @@ pub async fn lineage(store: &SessionStore, id: &str) -> Result<Vec<Event>, Resto
     }
     let mut events = Vec::new();
     let mut messages: Vec<(i64, usize, Message)> = Vec::new();
+    let mut loaded: HashMap<String, Vec<(i64, Message)>> = HashMap::new();
     for (rank, session) in std::iter::once(root).chain(sessions).enumerate() {
-        messages.extend(
-            store
-                .load_messages(session.id.as_str())
-                .await?
-                .into_iter()
-                .map(|(seq, m)| (seq, rank, m)),
-        );
+        let own = store.load_messages(session.id.as_str()).await?;
+        if let (Some(parent), Some(cut)) = (&session.parent_session_id, &session.parent_message_id)
+            && replay_into_forks.is_some_and(|native| session.source_agent != native)
+        {
+            // The parent's history up to the cut-point, replayed in the fork (spec 4.5: a fork
+            // holds its parent's history under the same ids) where the fork does not already.
+            if !loaded.contains_key(parent.as_str()) {
+                let history = store.load_messages(parent.as_str()).await?;
+                loaded.insert(parent.to_string(), history);
+            }
+            let history = &loaded[parent.as_str()];
+            let held: HashSet<&str> = own.iter().map(|(_, m)| m.id().as_str()).collect();
+            if let Some(cut_seq) = history
+                .iter()
+                .find(|(_, m)| m.id() == cut)
+                .map(|(seq, _)| *seq)
+            {
+                messages.extend(
+                    history
+                        .iter()
+                        .filter(|(seq, m)| *seq <= cut_seq && !held.contains(m.id().as_str()))
+                        .map(|(seq, m)| (*seq, rank, m.replayed_in(&session.id))),
+                );
+            }
+        }
+        if replay_into_forks.is_some() {
+            loaded.insert(session.id.to_string(), own.clone());
+        }
+        messages.extend(own.into_iter().map(|(seq, m)| (seq, rank, m)));
         events.push(Event::Session(session));
     }
     messages.sort_by_key(|(seq, rank, _)| (*seq, *rank));

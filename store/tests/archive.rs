@@ -56,7 +56,7 @@ async fn import(store: &SessionStore, path: &Path) -> Result<archive::ImportSumm
 async fn restores(store: &SessionStore) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for s in store.list(None, None, None).await.unwrap() {
-        let events = pond_store::restore::lineage(store, &s.id).await;
+        let events = pond_store::restore::lineage(store, &s.id, None).await;
         out.push((s.id.clone(), format!("{events:?}")));
     }
     out

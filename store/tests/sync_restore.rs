@@ -181,7 +181,7 @@ async fn sync_counts_idempotence_and_durable_native_restore() {
             })
             .collect();
         for root in roots {
-            let events = pond_store::restore::lineage(&store, &root.id)
+            let events = pond_store::restore::lineage(&store, &root.id, None)
                 .await
                 .unwrap();
             let mut out = pond_codecs::output::MemoryOutput::default();
@@ -229,4 +229,73 @@ async fn sync_counts_idempotence_and_durable_native_restore() {
     }
     assert!(compared > 0);
     eprintln!("{compared} files restored value-equal to their sources");
+}
+
+/// A pi branch is stored as the entries after the point it branched at (its cut-point names the
+/// main-line entry). Restored into another harness, where it is a session of its own, it also
+/// carries its parent's history up to and including the cut-point, replayed under the same
+/// ids; restored into pi (native) it is left as stored (issue 22's user trial: the branch began
+/// with an answer, its prompt missing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_restored_into_another_harness_carries_its_parents_history() {
+    let scratch = tempfile::tempdir().unwrap();
+    let sources = scratch.path().join("pi");
+    std::fs::create_dir(&sources).unwrap();
+    std::fs::copy(
+        shared().join("pi/harness-generated/v3-branching-input.jsonl"),
+        sources.join("v3-branching-input.jsonl"),
+    )
+    .unwrap();
+    let store = SessionStore::open(&scratch.path().join("store").display().to_string());
+    pond_store::sync::import(&store, &pond_codecs::pi::CODEC, &[sources], &mut |_, _| {})
+        .await
+        .unwrap();
+    let main = store
+        .list(None, None, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|s| s.parent_session_id.is_none())
+        .expect("the main line");
+    let messages_of = |events: &[Event], session: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Message(m) if m.session_id().as_str() == session => Some(m.id().to_string()),
+                _ => None,
+            })
+            .collect()
+    };
+    let native = pond_store::restore::lineage(&store, &main.id, Some("pi"))
+        .await
+        .unwrap();
+    let forks: Vec<_> = native
+        .iter()
+        .filter_map(|e| match e {
+            Event::Session(s) if s.parent_message_id.is_some() => Some(s.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(!forks.is_empty(), "the fixture has a branch");
+    let foreign = pond_store::restore::lineage(&store, &main.id, Some("claude-code"))
+        .await
+        .unwrap();
+    let main_ids = messages_of(&native, &main.id);
+    for fork in &forks {
+        let cut = fork.parent_message_id.as_ref().unwrap().to_string();
+        let own = messages_of(&native, fork.id.as_str());
+        let replayed = messages_of(&foreign, fork.id.as_str());
+        let through_cut = &main_ids[..=main_ids.iter().position(|m| *m == cut).unwrap()];
+        // The parent's history through the cut-point, then the branch's own entries.
+        assert_eq!(&replayed[..through_cut.len()], through_cut, "{}", fork.id);
+        assert_eq!(
+            &replayed[through_cut.len()..],
+            own.as_slice(),
+            "{}",
+            fork.id
+        );
+        assert!(!own.contains(&main_ids[0]), "stored as it was: {own:?}");
+    }
+    // The main session itself is the same either way.
+    assert_eq!(messages_of(&foreign, &main.id), main_ids);
 }

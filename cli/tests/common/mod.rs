@@ -206,7 +206,7 @@ pub async fn restores(store: &SessionStore) -> Vec<(String, Vec<String>)> {
     use pond_canonical::Event;
     let mut out = Vec::new();
     for s in store.list(None, None, None).await.unwrap() {
-        let own: Vec<String> = match pond_store::restore::lineage(store, &s.id).await {
+        let own: Vec<String> = match pond_store::restore::lineage(store, &s.id, None).await {
             Ok(events) => events
                 .into_iter()
                 .filter(|e| match e {
