@@ -192,8 +192,11 @@ impl<'a> CarriedLine<'a> {
     /// line's first bytes): a foreign writer that counts carriers without building them builds
     /// this one, to report it as [`COMPACTION_LOSS`] ([`is_compaction_record`] decides).
     pub fn may_be_compaction(&self) -> bool {
+        // Built once: a searcher made per line cost 2.5% of a Codex conversion's instructions.
+        static TYPE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new(br#""type":"compacted""#));
         let head = &self.parts.line.as_bytes()[..self.parts.line.len().min(160)];
-        memchr::memmem::find(head, br#""type":"compacted""#).is_some()
+        TYPE.find(head).is_some()
     }
 }
 
