@@ -16,8 +16,9 @@ use std::path::PathBuf;
 const TURNS: usize = 300;
 
 /// A Codex rollout of `TURNS` turns, each a prompt, a call, its output and an answer; turn 0's
-/// call is never answered, and turn 2's output comes only after turn 3's prompt.
-fn rollout() -> PathBuf {
+/// call is never answered, and turn 2's output comes only after turn 3's prompt. Its folder is
+/// removed when the guard is dropped.
+fn rollout() -> (Scratch, PathBuf) {
     let dir = tempdir_for("streaming").expect("temp dir");
     let mut lines = Vec::new();
     let mut second = 0;
@@ -64,7 +65,16 @@ fn rollout() -> PathBuf {
     }
     let file = dir.join("rollout-2026-01-01T00-00-00-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl");
     std::fs::write(&file, lines.join("\n") + "\n").expect("writes the rollout");
-    file
+    (Scratch(dir), file)
+}
+
+/// A scratch folder, removed on drop (each run of this file left three behind).
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Counts the appends that reach the output before the source ends.
@@ -92,7 +102,7 @@ impl Output for Counting {
 /// Converts the rollout to `to`; the writes stream, the output is valid and reads back, and the
 /// report holds each `(loss kind, count)` of `expected`.
 fn streams_into(to: &'static Codec, expected: &[(&str, u64)]) {
-    let file = rollout();
+    let (_scratch, file) = rollout();
     let reader = codex::CODEC.read.expect("codex reads");
     let sources = reader.discover(&file).expect("discovers");
     let mut out = Counting::default();
