@@ -695,6 +695,15 @@ pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
         Ok(l) => l,
         Err(e) => return opened.fail("restore", e),
     };
+    // A sub-agent restored on its own: the harness resumes its parent, which is not written.
+    let spawned_by = events.iter().find_map(|e| match e {
+        pond_canonical::Event::Session(s)
+            if s.id.as_str() == args.session && s.parent_message_id.is_none() =>
+        {
+            s.parent_session_id.clone()
+        }
+        _ => None,
+    });
     let (root, layout) = if args.install {
         match to.install.as_ref().map(|i| (i.root)()) {
             Some(Ok(r)) => (r, Layout::Harness),
@@ -779,7 +788,16 @@ pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
         for line in &installed {
             eprintln!("{}", escape(line));
         }
-        if args.install {
+        if let Some(parent) = spawned_by.filter(|_| args.install) {
+            // Its resume command would name the parent session, which this restore did not
+            // write: restoring the parent writes both, and resumes.
+            eprintln!(
+                "pond restore: {} is a sub-agent of {}; restore {} to resume it with its parent",
+                escape(&args.session),
+                escape(parent.as_str()),
+                escape(parent.as_str())
+            );
+        } else if args.install {
             // A session's sub-agents share its resume command: each command once.
             let mut said = std::collections::HashSet::new();
             for cmd in summary.written.iter().filter_map(|w| w.resume.as_ref()) {

@@ -186,6 +186,43 @@ fn a_second_restore_into_a_harness_says_it_wrote_nothing() {
     let v: serde_json::Value = serde_json::from_slice(&restore(true).stdout).unwrap();
     assert_eq!(v["written"], serde_json::json!([]), "{v}");
     assert!(!v["write_errors"].as_array().unwrap().is_empty(), "{v}");
+
+    // One of its sub-agents restored alone, elsewhere: no resume command naming a parent that
+    // was not written, but what to restore instead.
+    let sessions = ok(&pond(&["sessions", "--json"], &data));
+    let rows = sessions["sessions"]
+        .as_array()
+        .or(sessions.as_array())
+        .unwrap()
+        .clone();
+    let sub = rows
+        .iter()
+        .find(|s| s["parent_session_id"] == WITH_SUBAGENTS)
+        .and_then(|s| s["id"].as_str())
+        .expect("a sub-agent of the session")
+        .to_owned();
+    let alone = Command::new(env!("CARGO_BIN_EXE_pond"))
+        .args([
+            "restore",
+            &sub,
+            "--to",
+            "claude-code",
+            "--install",
+            "--data",
+        ])
+        .arg(&data)
+        .env("CLAUDE_CONFIG_DIR", scratch.path().join("elsewhere"))
+        .output()
+        .unwrap();
+    assert!(alone.status.success(), "{alone:?}");
+    assert!(
+        !String::from_utf8_lossy(&alone.stdout).contains("--resume"),
+        "{alone:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&alone.stderr).contains("is a sub-agent of"),
+        "{alone:?}"
+    );
 }
 
 /// `restore --to opencode --install` hands the session to the real opencode (its pinned CLI from
