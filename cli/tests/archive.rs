@@ -190,11 +190,8 @@ fn a_second_restore_into_a_harness_says_it_wrote_nothing() {
     // One of its sub-agents restored alone, elsewhere: no resume command naming a parent that
     // was not written, but what to restore instead.
     let sessions = ok(&pond(&["sessions", "--json"], &data));
-    let rows = sessions["sessions"]
-        .as_array()
-        .or(sessions.as_array())
-        .unwrap()
-        .clone();
+    // `pond sessions --json` is an array of sessions.
+    let rows = sessions.as_array().unwrap().clone();
     let sub = rows
         .iter()
         .find(|s| s["parent_session_id"] == WITH_SUBAGENTS)
@@ -357,7 +354,8 @@ fn sync_finds_pi_sessions_where_pi_session_dir_puts_them() {
     assert!(o.status.success(), "{text}");
     let sessions = pond(&["sessions", "--json"], &scratch.path().join("store"));
     let listed = ok(&sessions);
-    let rows = listed["sessions"].as_array().or(listed.as_array()).cloned();
+    // `pond sessions --json` is an array of sessions.
+    let rows = listed.as_array().cloned();
     assert!(
         rows.is_some_and(|r| !r.is_empty() && r.iter().all(|s| s["source_agent"] == "pi")),
         "{listed}\n{text}"

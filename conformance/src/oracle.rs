@@ -84,6 +84,23 @@ impl Report {
     }
 }
 
+/// Where `../shared/oracle/install.sh` put the pinned CLIs (`POND_ORACLE_HOME`, else
+/// `~/.cache/pond-oracle`), once `harness`'s is there (`<home>/<harness>/node_modules`).
+pub fn install_home(harness: &str) -> Result<PathBuf, String> {
+    let home = match std::env::var_os("POND_ORACLE_HOME") {
+        Some(h) => PathBuf::from(h),
+        None => PathBuf::from(std::env::var_os("HOME").ok_or("HOME is not set")?)
+            .join(".cache/pond-oracle"),
+    };
+    if !home.join(harness).join("node_modules").is_dir() {
+        return Err(format!(
+            "the {harness} CLI is not installed under {} (run ../shared/oracle/install.sh; scripts/test does)",
+            home.display()
+        ));
+    }
+    Ok(home)
+}
+
 impl Oracle {
     /// Whether `harness` has an offline (`--offline-check`) mode: all but Claude Code.
     pub fn has_offline(harness: &str) -> bool {
@@ -100,18 +117,7 @@ impl Oracle {
                 scripts.display()
             ));
         }
-        let home = match std::env::var_os("POND_ORACLE_HOME") {
-            Some(h) => PathBuf::from(h),
-            None => PathBuf::from(std::env::var_os("HOME").ok_or("HOME is not set")?)
-                .join(".cache/pond-oracle"),
-        };
-        if !home.join(harness).join("node_modules").is_dir() {
-            return Err(format!(
-                "the {harness} CLI is not installed under {} (run {}/install.sh)",
-                home.display(),
-                scripts.display()
-            ));
-        }
+        let home = install_home(harness)?;
         for tool in ["python3", "node"] {
             if Command::new(tool).arg("--version").output().is_err() {
                 return Err(format!("{tool} is not on PATH"));

@@ -7,16 +7,12 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The executable of `harness` (`claude-code`, `codex`, `opencode`), or why there is none.
+/// The executable of `harness` (`claude-code`, `codex`, `opencode`) in the oracle's install
+/// ([`pond_conformance::oracle::install_home`]), or why there is none.
 pub fn cli(harness: &str) -> Result<PathBuf, String> {
-    let home = match std::env::var_os("POND_ORACLE_HOME") {
-        Some(h) => PathBuf::from(h),
-        None => PathBuf::from(
-            std::env::var_os("HOME").ok_or("neither POND_ORACLE_HOME nor HOME is set")?,
-        )
-        .join(".cache/pond-oracle"),
-    };
-    let modules = home.join(harness).join("node_modules");
+    let modules = pond_conformance::oracle::install_home(harness)?
+        .join(harness)
+        .join("node_modules");
     let candidates: &[&str] = match harness {
         "claude-code" => &[".bin/claude"],
         "codex" => &[".bin/codex"],
@@ -31,12 +27,7 @@ pub fn cli(harness: &str) -> Result<PathBuf, String> {
         .iter()
         .map(|c| modules.join(c))
         .find(|c| c.exists())
-        .ok_or_else(|| {
-            format!(
-                "the {harness} CLI is not installed under {} (scripts/test installs it with ../shared/oracle/install.sh)",
-                home.display()
-            )
-        })
+        .ok_or_else(|| format!("no {harness} executable under {}", modules.display()))
 }
 
 /// Whether `unshare -rn` can make a loopback-only network namespace here, or why not.
