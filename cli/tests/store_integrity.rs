@@ -140,3 +140,102 @@ fn two_syncs_at_once_lose_and_duplicate_nothing() {
         assert_eq!(status(&shared_store), expected);
     }
 }
+
+/// Cuts every file with extension `ext` under `dir` to `keep(len)` bytes; returns how many.
+fn cut_short(dir: &Path, ext: &str, keep: impl Fn(u64) -> u64) -> usize {
+    let mut cut = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == ext) {
+            let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            let len = f.metadata().unwrap().len();
+            f.set_len(keep(len)).unwrap();
+            cut += 1;
+        }
+    }
+    cut
+}
+
+/// Runs `pond VERB... --data data` and returns (exit code, stderr).
+fn pond_on(data: &Path, verb: &[&str]) -> (Option<i32>, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_pond"))
+        .args(verb)
+        .arg("--data")
+        .arg(data)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_damaged_file_is_reported_by_name_never_a_panic_or_a_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let clean = dir.path().join("clean");
+    clean_sync(&clean);
+    let copy = |name: &str| {
+        let to = dir.path().join(name);
+        let status = Command::new("cp")
+            .arg("-a")
+            .arg(&clean)
+            .arg(&to)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        to
+    };
+
+    // Every manifest of the sessions table cut to 100 bytes: Lance 14.0.2 panicked reading the
+    // latest (an overflow in Dataset::load_manifest), and pond ended with a backtrace.
+    let manifests = copy("manifests");
+    assert!(
+        cut_short(
+            &manifests.join("sessions.lance/_versions"),
+            "manifest",
+            |_| 100
+        ) > 0
+    );
+    let pi = shared("pi");
+    for verb in [
+        &["status"][..],
+        &["sessions"],
+        &["search", "hello"],
+        &["sync", "--only", "import", "--source", &pi],
+    ] {
+        let (code, err) = pond_on(&manifests, verb);
+        assert_eq!(code, Some(1), "{verb:?}: {err}");
+        assert!(
+            err.contains("the sessions table is damaged"),
+            "{verb:?}: {err}"
+        );
+        assert!(
+            err.contains("sessions.lance/_versions/"),
+            "{verb:?} names no manifest: {err}"
+        );
+        assert!(
+            !err.contains("panicked at") && !err.contains("RUST_BACKTRACE"),
+            "{verb:?}: {err}"
+        );
+    }
+
+    // Every data file of the messages table cut to half: retried eight times (3 s), then
+    // reported as the storage being unavailable, naming no file.
+    let data = copy("data");
+    assert!(cut_short(&data.join("messages.lance/data"), "lance", |len| len / 2) > 0);
+    for verb in [&["sessions"][..], &["search", "hello"]] {
+        let (code, err) = pond_on(&data, verb);
+        assert_eq!(code, Some(1), "{verb:?}: {err}");
+        assert!(
+            err.contains("the messages table is damaged"),
+            "{verb:?}: {err}"
+        );
+        assert!(
+            err.contains("messages.lance/data/"),
+            "{verb:?} names no file: {err}"
+        );
+        assert!(!err.contains("attempts"), "{verb:?} was retried: {err}");
+    }
+}

@@ -139,6 +139,10 @@ impl From<StoreError> for PondError {
             StoreError::Invalid { table, .. } => {
                 Self::new(ErrorCode::Internal, message).with("table", table)
             }
+            // Not retryable: the same files read the same way again.
+            StoreError::Damaged { table, .. } => {
+                Self::new(ErrorCode::Internal, message).with("table", table)
+            }
         }
     }
 }

@@ -220,6 +220,13 @@ impl Location {
         Backend::of(&self.uri)
     }
 
+    /// The directory of a local store (a path, or a `file://` URI); `None` for an object store.
+    pub fn local_path(&self) -> Option<std::path::PathBuf> {
+        (self.backend() == Backend::Local).then(|| {
+            std::path::PathBuf::from(self.uri.strip_prefix("file://").unwrap_or(&self.uri))
+        })
+    }
+
     /// The location `segments` below this one, reached with the same options.
     pub(crate) fn join(&self, segments: &[&str]) -> Self {
         let mut uri = self.uri.clone();

@@ -32,6 +32,7 @@ pub use location::{
     Location, StorageOptions, StorageSettings, is_stray_storage_variable,
     remove_stray_storage_variables,
 };
+use retry::Retry;
 pub use retry::RetryPolicy;
 pub use search::{FullTextRequest, ReadView, TermStats, TextAnalyzer, str_at};
 pub use snapshot::BatchStream;
@@ -136,6 +137,14 @@ pub enum StoreError {
     },
     /// A batch did not fit the table (a bug in the consumer, not a storage fault).
     Invalid { table: &'static str, detail: String },
+    /// A file of the table is not what its manifest promised (cut short, corrupt), or Lance
+    /// panicked reading it: reading again will not help. `files`: those of a local table that
+    /// do not end as Lance's files do.
+    Damaged {
+        table: String,
+        detail: String,
+        files: Vec<String>,
+    },
 }
 
 impl fmt::Display for StoreError {
@@ -178,6 +187,20 @@ impl StoreError {
                 "{table} has schema version {found}; this pond writes version {expected} (no migrations before 1.0: export with the pond that wrote it)"
             ),
             Self::Invalid { table, detail } => write!(f, "{table}: {detail}"),
+            Self::Damaged {
+                table,
+                detail,
+                files,
+            } => {
+                write!(f, "the {table} table is damaged: {detail}")?;
+                // A write stops at the first damaged table it reaches: tables written before
+                // it keep their rows (a sync run again stores what is missing).
+                write!(f, "; pond wrote nothing to it")?;
+                if !files.is_empty() {
+                    write!(f, ". Files that are not whole: {}", files.join(", "))?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -252,7 +275,7 @@ pub struct Substrate {
     /// The masks of the filters searches pushed down, per version of each table
     /// ([`search::MaskMemo`]).
     masks: Arc<std::sync::Mutex<search::MaskMemo>>,
-    retry: RetryPolicy,
+    retry: Retry,
 }
 
 /// Whether local reads go through io_uring: on Linux, when the kernel lets this process set up
@@ -288,6 +311,7 @@ impl Substrate {
     /// The substrate at `location`, sharing `session` (its caches and object-store clients)
     /// with every other substrate given the same one.
     pub fn open(location: Location, session: Arc<Session>, retry: RetryPolicy) -> Self {
+        let retry = Retry::new(retry, location.local_path().as_deref());
         Self {
             backend: location.backend(),
             root_location: location,
@@ -470,18 +494,13 @@ impl Substrate {
                 }
                 lance::Result::Ok(())
             };
-            match run.await {
-                Ok(()) => return Ok(state),
-                Err(e) if retry::is_transient(&e) && attempt < self.retry.attempts => {
+            match retry::guarded(run).await {
+                Err(panic) => return Err(self.retry.damaged(spec.name, panic)),
+                Ok(Ok(())) => return Ok(state),
+                Ok(Err(e)) if retry::is_transient(&e) && attempt < self.retry.attempts => {
                     self.retry.pause(attempt).await
                 }
-                Err(e) => {
-                    return Err(StoreError::Unavailable {
-                        table: spec.name.to_owned(),
-                        attempts: attempt,
-                        detail: e.to_string(),
-                    });
-                }
+                Ok(Err(e)) => return Err(self.retry.failed(spec.name, attempt, &e)),
             }
         }
     }
@@ -606,7 +625,11 @@ impl Substrate {
                         table: spec.name,
                         detail: e.to_string(),
                     })?;
-                match job.execute_batches(batches.clone()).await {
+                let executed = match retry::guarded(job.execute_batches(batches.clone())).await {
+                    Ok(executed) => executed,
+                    Err(panic) => return Err(self.retry.damaged(spec.name, panic)),
+                };
+                match executed {
                     Ok((new_ds, stats)) => {
                         self.handles.lock().await.insert(
                             spec.name,
@@ -655,12 +678,8 @@ impl Substrate {
                             detail: e.to_string(),
                         });
                     }
-                    Err(e) if retry::is_transient(&e) => {
-                        return Err(StoreError::Unavailable {
-                            table: spec.name.to_owned(),
-                            attempts,
-                            detail: e.to_string(),
-                        });
+                    Err(e) if retry::is_transient(&e) || retry::is_damage(&e) => {
+                        return Err(self.retry.failed(spec.name, attempts, &e));
                     }
                     Err(e) => {
                         return Err(StoreError::Invalid {

@@ -3,6 +3,10 @@
 
 use super::StoreError;
 use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// How many times, and how patiently, a Lance call is retried.
@@ -42,7 +46,27 @@ impl Default for RetryPolicy {
 /// object store refusing the credentials (a wrong secret stays wrong; retrying it only delays
 /// the error).
 pub(crate) fn is_transient(e: &lance::Error) -> bool {
-    is_conflict(e) || (is_fault(e) && !is_denied(e) && !is_permanent_os(e))
+    is_conflict(e) || (is_fault(e) && !is_denied(e) && !is_permanent_os(e) && !is_damage(e))
+}
+
+/// Whether a Lance error says a file of the table is not what its manifest promised: a file
+/// that ends early (`UnexpectedEof`, which io_uring's reader words "unexpected EOF" and the
+/// local file system "failed to fill whole buffer") or one Lance calls corrupt. Read again, a
+/// damaged file stays damaged: it was retried eight times (3 s) and then reported as the
+/// storage being unavailable, naming no file (issue 22's user trial).
+pub(crate) fn is_damage(e: &lance::Error) -> bool {
+    if matches!(e.find_root(), lance::Error::CorruptFile { .. }) {
+        return true;
+    }
+    causes(e).any(|s| {
+        if let Some(io) = s.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::UnexpectedEof
+        {
+            return true;
+        }
+        let text = s.to_string();
+        text.contains("unexpected EOF") || text.contains("failed to fill whole buffer")
+    })
 }
 
 /// The local file system's answers that stay the same however often they are asked: the
@@ -197,6 +221,61 @@ impl RetryPolicy {
         let jitter = jitter_fraction();
         tokio::time::sleep(base.mul_f64(0.5 + jitter / 2.0)).await;
     }
+}
+
+/// A store's [`RetryPolicy`], and where its tables are when they are local: every Lance call of
+/// a substrate runs through it ([`Self::run`]), each attempt guarded against a panic inside
+/// Lance ([`guarded`]), and a table found damaged is reported with the files that look it
+/// ([`damaged_files`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Retry {
+    policy: RetryPolicy,
+    /// The store's root directory, for a local store.
+    local_root: Option<Arc<Path>>,
+}
+
+impl std::ops::Deref for Retry {
+    type Target = RetryPolicy;
+    fn deref(&self) -> &RetryPolicy {
+        &self.policy
+    }
+}
+
+impl Retry {
+    pub(crate) fn new(policy: RetryPolicy, local_root: Option<&Path>) -> Self {
+        Self {
+            policy,
+            local_root: local_root.map(Arc::from),
+        }
+    }
+
+    /// What a Lance call that failed for good with `e` after `attempts` attempts reports: the
+    /// table damaged ([`is_damage`]), else the storage unavailable.
+    pub(crate) fn failed(&self, table: &str, attempts: u32, e: &lance::Error) -> StoreError {
+        if is_damage(e) {
+            self.damaged(table, e.to_string())
+        } else {
+            StoreError::Unavailable {
+                table: table.to_owned(),
+                attempts,
+                detail: e.to_string(),
+            }
+        }
+    }
+
+    /// The table `table` damaged, for `detail`; on a local store, with the files that do not end
+    /// as Lance ends its files.
+    pub(crate) fn damaged(&self, table: &str, detail: String) -> StoreError {
+        let files = match &self.local_root {
+            Some(root) => damaged_files(&root.join(format!("{table}.lance"))),
+            None => Vec::new(),
+        };
+        StoreError::Damaged {
+            table: table.to_owned(),
+            detail,
+            files,
+        }
+    }
 
     /// Runs `call` until it succeeds, fails for good, or the attempts run out.
     pub(crate) async fn run<T, F, Fut>(&self, table: &str, mut call: F) -> Result<T, StoreError>
@@ -207,16 +286,13 @@ impl RetryPolicy {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match call().await {
-                Ok(v) => return Ok(v),
-                Err(e) if is_transient(&e) && attempt < self.attempts => self.pause(attempt).await,
-                Err(e) => {
-                    return Err(StoreError::Unavailable {
-                        table: table.to_owned(),
-                        attempts: attempt,
-                        detail: e.to_string(),
-                    });
+            match guarded(call()).await {
+                Err(panic) => return Err(self.damaged(table, panic)),
+                Ok(Ok(v)) => return Ok(v),
+                Ok(Err(e)) if is_transient(&e) && attempt < self.attempts => {
+                    self.pause(attempt).await
                 }
+                Ok(Err(e)) => return Err(self.failed(table, attempt, &e)),
             }
         }
     }
@@ -234,20 +310,213 @@ impl RetryPolicy {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match call().await {
-                Ok(v) => return Ok(Some(v)),
-                Err(e) if is_not_found(&e) => return Ok(None),
-                Err(e) if is_transient(&e) && attempt < self.attempts => self.pause(attempt).await,
-                Err(e) => {
-                    return Err(StoreError::Unavailable {
-                        table: table.to_owned(),
-                        attempts: attempt,
-                        detail: e.to_string(),
-                    });
+            match guarded(call()).await {
+                Err(panic) => return Err(self.damaged(table, panic)),
+                Ok(Ok(v)) => return Ok(Some(v)),
+                Ok(Err(e)) if is_not_found(&e) => return Ok(None),
+                Ok(Err(e)) if is_transient(&e) && attempt < self.attempts => {
+                    self.pause(attempt).await
                 }
+                Ok(Err(e)) => return Err(self.failed(table, attempt, &e)),
             }
         }
     }
+}
+
+/// The magic every file Lance writes for a table ends with: manifests, data files and index
+/// files (`lance_table::format::MAGIC`, and the Lance file format's footer).
+const LANCE_MAGIC: &[u8; 4] = b"LANC";
+
+/// The files of the local table at `table_dir` that are not whole: a manifest (`_versions/`),
+/// data file (`data/`) or index file (`_indices/`) that does not end with Lance's magic, as a
+/// file cut short does. Read only when a table has been found damaged; at most 10 are named.
+pub(crate) fn damaged_files(table_dir: &Path) -> Vec<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => walk(&path, out),
+                Ok(t) if t.is_file() => {
+                    if path
+                        .extension()
+                        .is_some_and(|x| x == "manifest" || x == "lance")
+                    {
+                        out.push(path);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for sub in ["_versions", "data", "_indices"] {
+        walk(&table_dir.join(sub), &mut files);
+    }
+    files.sort();
+    let mut found = Vec::new();
+    for path in files {
+        let whole = std::fs::File::open(&path).and_then(|mut f| {
+            let len = f.metadata()?.len();
+            if len < LANCE_MAGIC.len() as u64 {
+                return Ok((len, false));
+            }
+            f.seek(SeekFrom::End(-(LANCE_MAGIC.len() as i64)))?;
+            let mut tail = [0u8; 4];
+            f.read_exact(&mut tail)?;
+            Ok((len, &tail == LANCE_MAGIC))
+        });
+        match whole {
+            Ok((_, true)) => {}
+            Ok((len, false)) => found.push(format!(
+                "{} ({len} bytes; it does not end as a Lance file does: cut short?)",
+                path.display()
+            )),
+            Err(e) => found.push(format!("{} (unreadable: {e})", path.display())),
+        }
+    }
+    const NAMED: usize = 10;
+    if found.len() > NAMED {
+        let more = found.len() - NAMED;
+        found.truncate(NAMED);
+        found.push(format!("and {more} more"));
+    }
+    found
+}
+
+thread_local! {
+    /// How many [`Guarded`] polls are running on this thread (nested calls count each).
+    static GUARDED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// What the last panic inside a guarded poll on this thread said, and where.
+    static CAUGHT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// `call`, with a panic while it is polled returned as `Err` (what it said, and where) instead
+/// of unwinding through pond. Lance panics on some damaged files (a truncated manifest: an
+/// integer overflow in `Dataset::load_manifest`, lance 14.0.2 `dataset.rs:800`); it ended
+/// `pond status` with a backtrace (issue 22's user trial). The panic is not printed: the hook
+/// [`quiet_hook`] installs keeps it for the error instead. Panics of Lance's own tasks on other
+/// threads reach pond as Lance's errors, or as a panic here when Lance unwraps them.
+pub(crate) fn guarded<F: Future>(call: F) -> Guarded<F> {
+    quiet_hook();
+    Guarded {
+        inner: Some(Box::pin(call)),
+    }
+}
+
+pub(crate) struct Guarded<F> {
+    inner: Option<Pin<Box<F>>>,
+}
+
+impl<F: Future> Future for Guarded<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(inner) = self.inner.as_mut() else {
+            return Poll::Ready(Err("polled again after it panicked".to_owned()));
+        };
+        GUARDED.with(|g| g.set(g.get() + 1));
+        let polled =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.as_mut().poll(cx)));
+        GUARDED.with(|g| g.set(g.get() - 1));
+        match polled {
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(payload) => {
+                // The future is left half-run: dropped, never polled again.
+                self.inner = None;
+                Poll::Ready(Err(caught(payload.as_ref())))
+            }
+        }
+    }
+}
+
+/// `stream`, with a panic while it is polled ending it with `Err` (as [`guarded`] does for a
+/// future): a scan's batches are decoded as they are polled.
+pub(crate) fn guarded_stream<S: futures::Stream>(stream: S) -> GuardedStream<S> {
+    quiet_hook();
+    GuardedStream {
+        inner: Some(Box::pin(stream)),
+    }
+}
+
+pub(crate) struct GuardedStream<S> {
+    inner: Option<Pin<Box<S>>>,
+}
+
+impl<S: futures::Stream> futures::Stream for GuardedStream<S> {
+    type Item = Result<S::Item, String>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let Some(inner) = self.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        GUARDED.with(|g| g.set(g.get() + 1));
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            inner.as_mut().poll_next(cx)
+        }));
+        GUARDED.with(|g| g.set(g.get() - 1));
+        match polled {
+            Ok(Poll::Ready(item)) => Poll::Ready(item.map(Ok)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(payload) => {
+                self.inner = None;
+                Poll::Ready(Some(Err(caught(payload.as_ref()))))
+            }
+        }
+    }
+}
+
+/// The error of a panic caught in a guarded poll: what the hook kept, else the payload's text.
+fn caught(payload: &(dyn std::any::Any + Send)) -> String {
+    let said = CAUGHT
+        .with(|c| c.borrow_mut().take())
+        .unwrap_or_else(|| panic_text(payload).to_owned());
+    format!("Lance panicked: {said}")
+}
+
+/// What a panic's payload says, when it is text.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message")
+}
+
+/// Installs, once, a panic hook that keeps a panic inside a [`Guarded`] poll for its error
+/// (the message, and the place in Lance's source, from the crate's folder on) and prints
+/// nothing; any other panic goes to the hook that was there before.
+fn quiet_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let before = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if GUARDED.with(|g| g.get()) == 0 {
+                return before(info);
+            }
+            let mut said = panic_text(info.payload()).to_owned();
+            if let Some(at) = info.location() {
+                // `.../registry/src/index.crates.io-…/lance-14.0.2/src/dataset.rs`: from the
+                // crate's folder on.
+                let file = at.file();
+                let short = file
+                    .rsplitn(4, '/')
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .skip(1)
+                    .collect::<Vec<_>>()
+                    .join("/");
+                let short = if short.is_empty() { file } else { &short };
+                said.push_str(&format!(" (at {short}:{})", at.line()));
+            }
+            CAUGHT.with(|c| *c.borrow_mut() = Some(said));
+        }));
+    });
 }
 
 /// A number in [0, 1) that differs between calls and processes (no RNG dependency needed).
@@ -348,5 +617,70 @@ mod tests {
         assert!(!is_transient(&as_text));
         // A refused connection stays a fault.
         assert!(is_transient(&refused()));
+    }
+
+    #[test]
+    fn a_panic_inside_a_guarded_call_is_its_error() {
+        use futures::StreamExt;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let caught = rt.block_on(guarded(async {
+            let v: Vec<u32> = Vec::new();
+            #[allow(clippy::out_of_bounds_indexing)]
+            v[3]
+        }));
+        let said = caught.unwrap_err();
+        assert!(
+            said.starts_with("Lance panicked: index out of bounds"),
+            "{said}"
+        );
+        assert!(said.contains("retry.rs:"), "{said}");
+        // An answer is passed on as it is, and the thread is guarded no more.
+        assert_eq!(rt.block_on(guarded(async { 7 })), Ok(7));
+        assert_eq!(GUARDED.with(|g| g.get()), 0);
+        let streamed: Vec<_> = rt.block_on(
+            guarded_stream(futures::stream::iter([1, 0, 2]).map(|d: u32| 6 / d)).collect(),
+        );
+        assert_eq!(streamed.len(), 2, "{streamed:?}");
+        assert_eq!(streamed[0], Ok(6));
+        assert!(streamed[1].as_ref().unwrap_err().contains("divide by zero"));
+    }
+
+    #[test]
+    fn a_file_cut_short_is_damage_not_a_fault_to_retry() {
+        let eof = lance::Error::io_source(Box::new(std::io::Error::from(
+            std::io::ErrorKind::UnexpectedEof,
+        )));
+        assert!(is_damage(&eof) && !is_transient(&eof));
+        // io_uring's reader says it in text only.
+        let uring =
+            lance::Error::io("Generic io_uring error: unexpected EOF: read 0 of 4096 bytes");
+        assert!(is_damage(&uring) && !is_transient(&uring));
+        assert!(!is_damage(&refused()) && is_transient(&refused()));
+    }
+
+    #[test]
+    fn the_files_not_ending_as_lance_files_do_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = dir.path().join("t.lance");
+        for sub in ["_versions", "data", "_indices/u"] {
+            std::fs::create_dir_all(table.join(sub)).unwrap();
+        }
+        let whole = [b"body".as_slice(), LANCE_MAGIC].concat();
+        std::fs::write(table.join("_versions/1.manifest"), &whole).unwrap();
+        std::fs::write(table.join("_versions/2.manifest"), b"bod").unwrap();
+        std::fs::write(table.join("data/a.lance"), &whole).unwrap();
+        std::fs::write(table.join("data/b.lance"), &whole[..6]).unwrap();
+        std::fs::write(table.join("_indices/u/page.lance"), &whole).unwrap();
+        std::fs::write(table.join("_versions/latest_version_hint.json"), b"{}").unwrap();
+        let named = damaged_files(&table);
+        assert_eq!(named.len(), 2, "{named:?}");
+        assert!(
+            named[0].contains("_versions/2.manifest (3 bytes"),
+            "{named:?}"
+        );
+        assert!(named[1].contains("data/b.lance (6 bytes"), "{named:?}");
+        assert!(damaged_files(&dir.path().join("missing")).is_empty());
     }
 }

@@ -5,7 +5,8 @@
 //! Nothing here knows what the rows are; a consumer names the table, the index and the terms.
 
 use super::grams::TermCounter;
-use super::{IndexKind, IndexSpec, RetryPolicy, StoreError, Substrate, TableSpec};
+use super::retry::Retry;
+use super::{IndexKind, IndexSpec, StoreError, Substrate, TableSpec};
 use arrow_array::{Array, RecordBatch};
 use lance::Dataset;
 use lance::dataset::ProjectionRequest;
@@ -214,7 +215,7 @@ impl FilterLoader for ReadyMask {
 pub struct ReadView {
     table: &'static str,
     dataset: Arc<Dataset>,
-    retry: RetryPolicy,
+    retry: Retry,
     masks: Arc<std::sync::Mutex<MaskMemo>>,
 }
 
@@ -671,7 +672,7 @@ impl Substrate {
         Ok(self.read_dataset(spec).await?.map(|dataset| ReadView {
             table: spec.name,
             dataset,
-            retry: self.retry,
+            retry: self.retry.clone(),
             masks: self.masks.clone(),
         }))
     }
@@ -799,7 +800,7 @@ impl Substrate {
 
 /// The segments of the index `name` of `ds` (each build or fold Lance kept apart is one).
 async fn index_segments(
-    retry: &RetryPolicy,
+    retry: &Retry,
     table: &str,
     ds: &Dataset,
     name: &str,
@@ -816,7 +817,7 @@ async fn index_segments(
 /// One segment of the scalar index on `column`, opened through the session's index cache
 /// (the caller downcasts it to the kind it expects).
 async fn open_segment(
-    retry: &RetryPolicy,
+    retry: &Retry,
     table: &str,
     ds: &Dataset,
     column: &str,

@@ -8,7 +8,7 @@
 use super::{SCHEMA_VERSION_KEY, StoreError, Substrate, TableSpec};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use futures::stream::{BoxStream, StreamExt, TryStreamExt};
+use futures::stream::{BoxStream, StreamExt};
 use lance::dataset::scanner::Scanner;
 use lance::dataset::{InsertBuilder, WriteMode, WriteParams};
 use lance::deps::datafusion::error::DataFusionError;
@@ -70,11 +70,12 @@ impl Substrate {
             })
             .await?;
         let table = spec.name;
-        Ok(stream
-            .map_err(move |e| StoreError::Unavailable {
-                table: table.to_owned(),
-                attempts: 1,
-                detail: e.to_string(),
+        let retry = self.retry.clone();
+        Ok(super::retry::guarded_stream(stream)
+            .map(move |polled| match polled {
+                Ok(Ok(batch)) => Ok(batch),
+                Ok(Err(e)) => Err(retry.failed(table, 1, &e)),
+                Err(panic) => Err(retry.damaged(table, panic)),
             })
             .boxed())
     }
