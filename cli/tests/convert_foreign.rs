@@ -2,6 +2,8 @@
 //! `--install` into a harness home (never overwriting, printing the resume command), the loss
 //! report, and `--strict`.
 
+mod real_harness;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -129,6 +131,70 @@ fn from_is_detected_when_omitted() {
         "{}",
         text(&o)
     );
+}
+
+/// With `PI_CODING_AGENT_SESSION_DIR` set (pi 0.73's `--session-dir`), pi keeps every session in
+/// that one folder, flat, and looks for `pi --session <id>` and `--continue` there: an install
+/// writes the file there, not under `PI_CODING_AGENT_DIR`'s per-project folders.
+#[test]
+fn install_into_pi_writes_where_pi_session_dir_points() {
+    let scratch = tempfile::tempdir().unwrap();
+    let sessions = scratch.path().join("pi-sessions");
+    let agent = scratch.path().join("agent");
+    let o = pond()
+        .args(["convert", "codex→pi", "--install"])
+        .arg(codex_fixture())
+        .env("PI_CODING_AGENT_SESSION_DIR", &sessions)
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let written: Vec<_> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert!(written[0].is_file(), "{written:?}");
+    assert!(!agent.exists(), "written under PI_CODING_AGENT_DIR too");
+    let name = written[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let id = name
+        .strip_suffix(".jsonl")
+        .and_then(|n| n.rsplit_once('_'))
+        .map(|(_, id)| id.to_owned())
+        .unwrap_or_else(|| panic!("not <time>_<id>.jsonl: {name}"));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(&format!("pi --session {id}")),
+        "{}",
+        text(&o)
+    );
+    // pi's own lookup (`SessionManager.list(cwd, sessionDir)`, what `pi --session <id>` reads
+    // first) finds it there.
+    let Some(cli) = real_harness::cli("pi")
+        .inspect_err(|reason| println!("SKIP (pi's lookup): {reason}"))
+        .ok()
+    else {
+        return;
+    };
+    let manager = cli.with_file_name("core").join("session-manager.js");
+    let listed = Command::new("node")
+        .args([
+            "--input-type=module",
+            "-e",
+            "const {SessionManager} = await import(process.argv[1]); \
+             const found = await SessionManager.list(process.cwd(), process.argv[2]); \
+             console.log(JSON.stringify(found.map(s => s.id)));",
+        ])
+        .arg(&manager)
+        .arg(&sessions)
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{}", text(&listed));
+    let ids: Vec<String> = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(ids, [id]);
 }
 
 #[test]

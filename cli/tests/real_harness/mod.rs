@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The executable of `harness` (`claude-code`, `codex`, `opencode`) in the oracle's install
+/// The executable of `harness` (`claude-code`, `codex`, `opencode`, `pi`) in the oracle's install
 /// ([`pond_conformance::oracle::install_home`]), or why there is none.
 pub fn cli(harness: &str) -> Result<PathBuf, String> {
     let modules = pond_conformance::oracle::install_home(harness)?
@@ -16,6 +16,8 @@ pub fn cli(harness: &str) -> Result<PathBuf, String> {
     let candidates: &[&str] = match harness {
         "claude-code" => &[".bin/claude"],
         "codex" => &[".bin/codex"],
+        // A node script; its package's modules are pi's own code (`SessionManager`).
+        "pi" => &["@mariozechner/pi-coding-agent/dist/cli.js"],
         // The native binary first: the npm wrapper only finds and runs it.
         _ => &[
             "opencode-linux-x64/bin/opencode",

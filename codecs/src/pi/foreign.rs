@@ -3,7 +3,8 @@
 //!
 //! Decisions (for docs/decisions.md):
 //! * **File.** pi's own layout, in both layouts: `--<encoded cwd>--/<header time>_<uuid>.jsonl`
-//!   (pi.md section 1; the cwd is the canonical project, `/`, `\` and `:` become `-`).
+//!   (pi.md section 1; the cwd is the canonical project, `/`, `\` and `:` become `-`); an
+//!   install into `PI_CODING_AGENT_SESSION_DIR` puts it in that folder itself, as pi does.
 //! * **Header.** `{"type":"session","version":3,"id","timestamp","cwd"}`. The id is the source
 //!   session id when it is a UUID (Claude Code, Codex), else a UUID derived from a hash of it
 //!   (version nibble 8, RFC 9562 "custom"), reported as `session_id_derived`.
@@ -572,7 +573,8 @@ impl ForeignFile {
 
 impl ForeignFile {
     /// A foreign session begins: its id, file and header are decided.
-    pub(crate) fn start(session: &Session, losses: &mut Losses) -> Self {
+    /// `flat`: the file goes in the output root, not in its project's folder.
+    pub(crate) fn start(session: &Session, flat: bool, losses: &mut Losses) -> Self {
         let (id, derived) = session_uuid(session.id.as_str());
         let where_ = format!("session {}", session.id);
         if derived {
@@ -602,7 +604,7 @@ impl ForeignFile {
         );
         let name = format!("{}_{id}.jsonl", stamp.replace([':', '.'], "-"));
         Self {
-            path: format!("{}/{name}", cwd_folder(cwd)),
+            path: format!("{}{name}", super::session_folder(cwd, flat)),
             id,
             session: session.clone(),
             losses: Losses::default(),

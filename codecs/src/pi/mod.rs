@@ -49,13 +49,20 @@ pub static CODEC: Codec = Codec {
     default_sources,
 };
 
-/// `pond sync`'s default source: `$PI_CODING_AGENT_SESSION_DIR` (pi >= 0.73: where pi keeps
-/// its session files, flat, in place of its own folders), else `$PI_CODING_AGENT_DIR/sessions`,
-/// else `~/.pi/agent/sessions`. (`--install` still writes into pi's own folders, where
-/// `pi --session <file>` opens a session wherever it is.)
+/// `$PI_CODING_AGENT_SESSION_DIR` when set (pi >= 0.73, as `--session-dir`): the one folder pi
+/// keeps every session file in, flat, with no per-project folders (pi's `SessionManager` takes a
+/// session dir "directly (no cwd encoding)"; `pi --session <id>` and `--continue` look there).
+pub(crate) fn session_dir_override() -> Option<std::path::PathBuf> {
+    std::env::var_os("PI_CODING_AGENT_SESSION_DIR")
+        .filter(|d| !d.is_empty())
+        .map(std::path::PathBuf::from)
+}
+
+/// `pond sync`'s default source: [`session_dir_override`], else `$PI_CODING_AGENT_DIR/sessions`,
+/// else `~/.pi/agent/sessions`.
 fn default_sources() -> Vec<std::path::PathBuf> {
-    if let Some(dir) = std::env::var_os("PI_CODING_AGENT_SESSION_DIR").filter(|d| !d.is_empty()) {
-        return vec![std::path::PathBuf::from(dir)];
+    if let Some(dir) = session_dir_override() {
+        return vec![dir];
     }
     crate::registry::env_or_home("PI_CODING_AGENT_DIR", ".pi/agent")
         .map(|d| d.join("sessions"))
@@ -63,9 +70,13 @@ fn default_sources() -> Vec<std::path::PathBuf> {
         .collect()
 }
 
-/// Where pi reads sessions from: `$PI_CODING_AGENT_DIR/sessions`, else `~/.pi/agent/sessions`
-/// (pi.md section 1). Layout::Harness paths (`--<cwd>--/<time>_<uuid>.jsonl`) are relative to it.
+/// Where pi reads sessions from (pi.md section 1): [`session_dir_override`], where files go
+/// flat (`<time>_<uuid>.jsonl`); else `$PI_CODING_AGENT_DIR/sessions`, else
+/// `~/.pi/agent/sessions`, where Layout::Harness paths are `--<cwd>--/<time>_<uuid>.jsonl`.
 fn install_root() -> Result<std::path::PathBuf, String> {
+    if let Some(dir) = session_dir_override() {
+        return Ok(dir);
+    }
     let nonempty = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
@@ -76,6 +87,16 @@ fn install_root() -> Result<std::path::PathBuf, String> {
     }
     let home = nonempty("HOME").ok_or("neither PI_CODING_AGENT_DIR nor HOME is set")?;
     Ok(home.join(".pi/agent/sessions"))
+}
+
+/// The folder a session of `cwd` goes in, relative to the output root: pi's per-project folder
+/// ([`foreign::cwd_folder`]), or none when `flat` (an install into [`session_dir_override`]).
+pub(crate) fn session_folder(cwd: &str, flat: bool) -> String {
+    if flat {
+        String::new()
+    } else {
+        format!("{}/", foreign::cwd_folder(cwd))
+    }
 }
 
 /// The read face.

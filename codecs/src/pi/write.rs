@@ -26,6 +26,7 @@ impl WriteFace for PiWriter {
     fn writer(&self, layout: Layout) -> Box<dyn SessionWriter> {
         Box::new(FileWriter {
             layout: Some(layout),
+            flat: layout == Layout::Harness && super::session_dir_override().is_some(),
             ..FileWriter::default()
         })
     }
@@ -73,6 +74,9 @@ struct PiFile {
 #[derive(Default)]
 struct FileWriter {
     layout: Option<Layout>,
+    /// Files go in the output root itself, not in per-project folders (an install into pi's
+    /// `PI_CODING_AGENT_SESSION_DIR`, [`super::session_dir_override`]).
+    flat: bool,
     /// Foreign sessions of the current source, written as their entries become final.
     foreign: Vec<foreign::ForeignFile>,
     foreign_index: HashMap<String, usize>,
@@ -113,8 +117,11 @@ impl SessionWriter for FileWriter {
         if fidelity == Fidelity::Foreign {
             self.foreign_index
                 .insert(session.id.to_string(), self.foreign.len());
-            self.foreign
-                .push(foreign::ForeignFile::start(session, target.losses));
+            self.foreign.push(foreign::ForeignFile::start(
+                session,
+                self.flat,
+                target.losses,
+            ));
             return Ok(());
         }
         let source = object(session.options.get("source"));
@@ -136,7 +143,7 @@ impl SessionWriter for FileWriter {
             h.extend(object(Some(header)));
             h.insert("id".into(), Value::from(session.id.as_str()));
             if self.layout == Some(Layout::Harness) {
-                self.files[i].1.out = harness_path(&h);
+                self.files[i].1.out = harness_path(&h, self.flat);
             }
             let file = &mut self.files[i].1;
             // The main session's header, before any entry: its entries may go out as they come.
@@ -263,13 +270,13 @@ impl SessionWriter for FileWriter {
 }
 
 /// pi's own place for a native file (Layout::Harness): from its header's cwd, time and id.
-fn harness_path(header: &Map<String, Value>) -> Option<String> {
+fn harness_path(header: &Map<String, Value>, flat: bool) -> Option<String> {
     let cwd = header.get("cwd")?.as_str()?;
     let stamp = header.get("timestamp")?.as_str()?;
     let id = header.get("id")?.as_str()?;
     Some(format!(
-        "{}/{}_{id}.jsonl",
-        foreign::cwd_folder(cwd),
+        "{}{}_{id}.jsonl",
+        super::session_folder(cwd, flat),
         stamp.replace([':', '.'], "-")
     ))
 }
