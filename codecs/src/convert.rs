@@ -1,13 +1,15 @@
 //! The conversion driver: a read face's events into a write face's writer, with the system (not
 //! the codec) deciding native or foreign per session (spec 6.3), and a summary of what happened.
 
+use crate::face::ReadFace;
 use crate::face::{
     CarriedLine, Deferred, Fidelity, Item, Layout, Losses, Output, OwnedCarried, SessionWriter,
     Target, WriteError, Written,
 };
 use crate::registry::Codec;
-use pond_canonical::{Event, Message, Origin, ParseError, Provenance};
+use pond_canonical::{Event, Message, Origin, ParseError, Provenance, Session, SessionId};
 use serde::Serialize;
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -201,7 +203,8 @@ fn convert_on(
         for (i, source) in sources.iter().enumerate() {
             progress(i, sources.len());
             summary.sources += 1;
-            let mut feed = Feed::new(to, writer.as_mut(), &mut *out, &mut summary);
+            let mut feed =
+                Feed::of_unit(to, writer.as_mut(), &mut *out, &mut summary, reader, source);
             // On one thread, carriers travel as their lines to a foreign writer too: one that
             // drops them need not build their messages (the Claude Code writer).
             read(source, false, &mut |item| feed.item(item, source));
@@ -276,7 +279,8 @@ fn convert_on(
             for (i, source) in sources.iter().enumerate() {
                 progress(i, sources.len());
                 summary.sources += 1;
-                let mut feed = Feed::new(to, writer.as_mut(), &mut *out, &mut summary);
+                let mut feed =
+                    Feed::of_unit(to, writer.as_mut(), &mut *out, &mut summary, reader, source);
                 loop {
                     let Some(piece) = batch.get_mut(at) else {
                         let _ = recycle.send(std::mem::take(&mut batch));
@@ -403,6 +407,11 @@ struct Feed<'a> {
     summary: &'a mut Summary,
     losses: Losses,
     failed: Option<WriteError>,
+    /// The unit being read and its reader, to read a parent's history again for a fork written
+    /// foreign ([`Self::replay_history`]); `None` for events that come from no reader.
+    unit: Option<(&'a dyn ReadFace, &'a Origin)>,
+    /// The sessions of the unit so far.
+    seen: HashSet<SessionId>,
 }
 
 impl<'a> Feed<'a> {
@@ -419,7 +428,55 @@ impl<'a> Feed<'a> {
             summary,
             losses: Losses::default(),
             failed: None,
+            unit: None,
+            seen: HashSet::new(),
         }
+    }
+
+    /// A feed of the unit `source`, read by `reader`.
+    fn of_unit(
+        to: &'a Codec,
+        writer: &'a mut dyn SessionWriter,
+        out: &'a mut dyn Output,
+        summary: &'a mut Summary,
+        reader: &'a dyn ReadFace,
+        source: &'a Origin,
+    ) -> Self {
+        Self {
+            unit: Some((reader, source)),
+            ..Self::new(to, writer, out, summary)
+        }
+    }
+
+    /// A fork with a cut-point whose parent is earlier in this unit (a pi side branch), written
+    /// into another harness: its parent's messages through the cut-point are read again and
+    /// written in it first, as `restore::lineage` replays them from the store. Canonically a
+    /// branch holds only what follows its cut-point; the other harness resumes a session from
+    /// its own lines alone, and without them it began with the answer to a prompt it did not
+    /// hold (issue 22's user trial). The unit is read again, once per such fork, and each
+    /// message is written as it is read: nothing of the parent is held.
+    fn replay_history(&mut self, fork: &Session) {
+        let (Some((reader, source)), Some(parent), Some(cut)) = (
+            self.unit,
+            fork.parent_session_id.as_ref(),
+            fork.parent_message_id.as_ref(),
+        ) else {
+            return;
+        };
+        if !self.seen.contains(parent) {
+            return;
+        }
+        let mut through = false;
+        reader.read(source, &mut |item| {
+            // The unit's faults were reported on its first reading.
+            if let (false, Ok(Event::Message(m))) = (through, item)
+                && m.session_id() == parent
+            {
+                through = m.id() == cut;
+                let replayed = m.replayed_in(&fork.id);
+                self.write(|writer, target| writer.message(&replayed, target));
+            }
+        });
     }
 
     /// One item of `source`, the unit being read.
@@ -461,6 +518,12 @@ impl<'a> Feed<'a> {
                     }
                 }
                 self.write(|writer, target| writer.session(s, fidelity, target));
+                if fidelity == Fidelity::Foreign && s.parent_message_id.is_some() {
+                    self.replay_history(s);
+                }
+                if self.unit.is_some() {
+                    self.seen.insert(s.id.clone());
+                }
             }
             Event::Message(m) => self.write(|writer, target| writer.message(m, target)),
         }
@@ -511,6 +574,38 @@ impl Output for Discard {
     fn append(&mut self, _relative: &str, _bytes: &[u8]) -> Result<(), WriteError> {
         Ok(())
     }
+}
+
+/// The events of one source unit as a write into another harness carries them: each fork with
+/// a cut-point whose parent comes earlier in the unit (a pi side branch) also holds its
+/// parent's messages through the cut-point, replayed in it right after its `Session`, as
+/// [`convert`] writes them (`Feed::replay_history`). For checks that compare a foreign write
+/// with its source.
+pub fn with_fork_histories(events: &[Event]) -> Vec<Event> {
+    let mut out = Vec::with_capacity(events.len());
+    let mut seen: HashSet<&SessionId> = HashSet::new();
+    for event in events {
+        out.push(event.clone());
+        let Event::Session(fork) = event else {
+            continue;
+        };
+        if let (Some(parent), Some(cut)) = (&fork.parent_session_id, &fork.parent_message_id)
+            && seen.contains(parent)
+        {
+            let history = events.iter().filter_map(|e| match e {
+                Event::Message(m) if m.session_id() == parent => Some(m),
+                _ => None,
+            });
+            for m in history {
+                out.push(Event::Message(m.replayed_in(&fork.id)));
+                if m.id() == cut {
+                    break;
+                }
+            }
+        }
+        seen.insert(&fork.id);
+    }
+    out
 }
 
 /// Reads every session at `input` with `codec`, collecting events and faults (for tests, the
@@ -648,5 +743,58 @@ mod tests {
         );
         assert!(lines[1].contains("b-missing.jsonl"), "{lines:#?}");
         assert!(lines[2].contains("c.jsonl"), "{lines:#?}");
+    }
+
+    /// A pi side branch written into another harness begins with its parent's history through
+    /// the cut-point (the user's "List files"), and the main session keeps its own: without it,
+    /// the branch began with the assistant's answer.
+    #[test]
+    fn a_branch_written_foreign_begins_with_its_parents_history() {
+        let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/fixtures/pi/harness-generated/v3-branching-input.jsonl");
+        let pi = crate::registry::find("pi").unwrap();
+        let sources = pi.read.unwrap().discover(&file).unwrap();
+        for to in ["claude-code", "codex", "opencode"] {
+            let to = crate::registry::find(to).unwrap();
+            let summary = both_ways(pi, to, &sources);
+            let mut out = MemoryOutput::default();
+            convert_on(
+                pi,
+                to,
+                Layout::Mirror,
+                &sources,
+                &mut out,
+                &mut |_, _| {},
+                false,
+                true,
+            )
+            .unwrap();
+            let text_of = |branch: bool| {
+                let w = summary
+                    .written
+                    .iter()
+                    .find(|w| w.source_session.contains('#') == branch)
+                    .unwrap_or_else(|| panic!("{}: {:?}", to.name, summary.written));
+                String::from_utf8_lossy(&out.files[&w.file]).into_owned()
+            };
+            let (branch, main) = (text_of(true), text_of(false));
+            let at = |text: &str, what: &str| text.find(what);
+            assert!(
+                at(&branch, "List files")
+                    .is_some_and(|p| at(&branch, "BRANCH-A").is_some_and(|a| p < a)),
+                "{}: the branch lacks its parent's history: {branch}",
+                to.name
+            );
+            assert!(!branch.contains("BRANCH-B"), "{}: {branch}", to.name);
+            assert!(
+                main.contains("List files")
+                    && main.contains("BRANCH-B")
+                    && !main.contains("BRANCH-A"),
+                "{}: {main}",
+                to.name
+            );
+            // The replayed messages are written, not read: the counts are the source's.
+            assert_eq!(summary.errors.len(), 0, "{}", to.name);
+        }
     }
 }

@@ -141,7 +141,8 @@ impl Counts {
 pub struct Converted {
     /// The source unit.
     pub source: PathBuf,
-    /// The events the source codec reads from it.
+    /// The events the source codec reads from it; for a write into another harness, with each
+    /// branch's history replayed in it (`pond_codecs::convert::with_fork_histories`).
     pub source_events: Vec<Event>,
     /// The faults the source codec reports reading it (a malformed fixture has some).
     pub source_faults: Vec<String>,
@@ -237,6 +238,12 @@ pub fn convert_one(
     layout: Layout,
 ) -> Result<Converted, String> {
     let (events, source_faults) = read_with_faults(from, origin);
+    // A write into another harness carries a branch's history too (a pi side branch).
+    let events = if from.source_agent == to.source_agent {
+        events
+    } else {
+        pond_codecs::convert::with_fork_histories(&events)
+    };
     let source_counts = Counts::of(&events);
     let source_sessions = events
         .iter()
