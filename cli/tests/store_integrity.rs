@@ -239,3 +239,73 @@ fn a_damaged_file_is_reported_by_name_never_a_panic_or_a_retry() {
         assert!(!err.contains("attempts"), "{verb:?} was retried: {err}");
     }
 }
+
+/// A Codex rollout rewritten (cut and changed where it was cut) reuses its line ids `L<n>` for
+/// other content: the sync used to call those rows "present" and say nothing. It now names the
+/// file once, keeps the stored rows, and an appended file is still only new rows.
+#[test]
+fn a_source_file_changed_other_than_by_appending_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures/codex/generated-codex-0.169.0/exec-image-toolcall-resume-compaction.jsonl");
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() > 6, "{}", fixture.display());
+    let sources = dir.path().join("sessions");
+    std::fs::create_dir(&sources).unwrap();
+    let rollout =
+        sources.join("rollout-2026-01-01T00-00-00-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl");
+    let store = dir.path().join("store");
+    let sync = || {
+        let o = Command::new(env!("CARGO_BIN_EXE_pond"))
+            .args(["sync", "--only", "import", "--data"])
+            .arg(&store)
+            .arg("--source")
+            .arg(format!("codex={}", sources.display()))
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let half = lines.len() / 2;
+    std::fs::write(&rollout, lines[..half].join("\n") + "\n").unwrap();
+    let (code, err) = sync();
+    assert_eq!(code, Some(0), "{err}");
+    // Appended: new rows only, nothing said.
+    std::fs::write(&rollout, lines.join("\n") + "\n").unwrap();
+    let (code, err) = sync();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("changed since"), "{err}");
+    let before = status(&store);
+    // Unchanged: nothing said.
+    let (code, err) = sync();
+    assert_eq!(
+        (code, err.contains("changed since")),
+        (Some(0), false),
+        "{err}"
+    );
+    // Cut, with its last line's text changed: named, stored rows kept.
+    let mut cut: Vec<String> = lines[..half].iter().map(|l| l.to_string()).collect();
+    let last = cut.pop().unwrap();
+    let changed = last.replacen("\"timestamp\":\"2026", "\"timestamp\":\"2025", 1);
+    assert_ne!(changed, last);
+    cut.push(changed);
+    std::fs::write(&rollout, cut.join("\n") + "\n").unwrap();
+    let (code, err) = sync();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("changed since pond last read it") && err.contains("shorter"),
+        "{err}"
+    );
+    assert!(err.contains(&rollout.display().to_string()), "{err}");
+    assert_eq!(status(&store), before, "stored rows were changed");
+    // Said once: the next sync compares with what it read this time.
+    let (code, err) = sync();
+    assert_eq!(
+        (code, err.contains("changed since")),
+        (Some(0), false),
+        "{err}"
+    );
+}

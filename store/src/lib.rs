@@ -12,6 +12,7 @@ pub mod get;
 pub mod restore;
 pub mod search;
 pub mod sessions;
+pub mod sources;
 pub mod substrate;
 pub mod sync;
 

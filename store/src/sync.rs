@@ -66,6 +66,8 @@ pub async fn import_with_project(
     let Some(reader) = codec.read else {
         return Ok(summary);
     };
+    // What the last sync read of each file, to tell a file changed other than by appending.
+    let known = crate::sources::latest(store.substrate(), codec.name).await?;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(1);
     let paths = paths.to_vec();
     let user_project = user_project.map(str::to_owned);
@@ -86,6 +88,7 @@ pub async fn import_with_project(
         }
         let total = sources.len();
         let ingested_at = now_micros();
+        let mut fingerprints = Vec::new();
         let mut buffer = RowBuffer::default();
         let mut sessions: HashMap<SessionId, Session> = HashMap::new();
         for (i, source) in sources.iter().enumerate() {
@@ -93,6 +96,9 @@ pub async fn import_with_project(
                 break;
             }
             tally.sources += 1;
+            if let Some(found) = fingerprint(codec.name, source.path(), &known, &mut tally.errors) {
+                fingerprints.push(found);
+            }
             // `seq` counts the unit's messages across all its sessions, so a restore can put
             // sessions that shared a file back in their original interleaving.
             let mut seq = 0i64;
@@ -136,7 +142,7 @@ pub async fn import_with_project(
             let _ = tx.send(Chunk::Rows(buffer));
         }
         let _ = tx.send(Chunk::Progress { done: total, total });
-        tally
+        (tally, fingerprints, ingested_at)
     });
     let mut failure = None;
     loop {
@@ -155,19 +161,52 @@ pub async fn import_with_project(
             }
         }
     }
-    let tally = producer.join().map_err(|_| StoreError::Invalid {
+    let (tally, fingerprints, read_at) = producer.join().map_err(|_| StoreError::Invalid {
         table: "sessions",
         detail: format!("the {} reader panicked", codec.name),
     })?;
     if let Some(e) = failure {
         return Err(e);
     }
+    // Recorded once the files' rows are: a sync that failed compares with the last records again.
+    crate::sources::record(store.substrate(), codec.name, read_at, &fingerprints).await?;
     summary.sources = tally.sources;
     summary.sessions_read = tally.sessions_read;
     summary.messages_read = tally.messages_read;
     summary.parts_read = tally.parts_read;
     summary.errors = tally.errors;
     Ok(summary)
+}
+
+/// The record to add for the source file `path` of `codec`, checked against `known` (the last
+/// records): a file changed other than by appending is reported in `errors` (see
+/// [`crate::sources`]). `None` for a file as recorded, or one not fingerprinted.
+fn fingerprint(
+    codec: &str,
+    path: &std::path::Path,
+    known: &HashMap<String, crate::sources::Fingerprint>,
+    errors: &mut Vec<String>,
+) -> Option<(String, crate::sources::Fingerprint)> {
+    use crate::sources::{Found, check, fingerprinted, key_of};
+    if !fingerprinted(path) || !path.is_file() {
+        return None;
+    }
+    let key = key_of(path);
+    match check(path, known.get(&key)) {
+        Ok(Found::Same) => None,
+        Ok(Found::New(now)) => Some((key, now)),
+        Ok(Found::Changed { why, now, .. }) => {
+            errors.push(format!(
+                "{codec}: {}: changed since pond last read it, other than by appending: {why}. \
+                 The rows stored from it are kept as they were (adapter-integrity-additive-sync): \
+                 what it holds now under ids already stored is not stored",
+                path.display()
+            ));
+            Some((key, now))
+        }
+        // The read below reports the file (it cannot be read, or went away).
+        Err(_) => None,
+    }
 }
 
 fn now_micros() -> i64 {

@@ -15,7 +15,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// spec 8 "Index lifecycle"); 384 is the dimension of the small local models pond can load.
 pub const VECTOR_DIM: i32 = 384;
 
-fn pk(name: &str, position: u32) -> Field {
+/// A primary-key column (`position` within the key), as every table of the store marks one.
+pub(crate) fn pk(name: &str, position: u32) -> Field {
     Field::new(name, DataType::Utf8, false).with_metadata(HashMap::from([
         (PK_KEY.to_owned(), "true".to_owned()),
         (PK_POSITION_KEY.to_owned(), position.to_string()),
