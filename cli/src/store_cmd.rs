@@ -558,19 +558,43 @@ pub fn sessions(args: SessionsArgs, json: bool) -> ExitCode {
     if json {
         println!("{}", serde_json::to_string_pretty(&list).expect("JSON"));
     } else {
-        println!(
-            "{:<38} {:<12} {:<25} {:>8} {:<38} PROJECT",
-            "ID", "SOURCE", "CREATED", "MESSAGES", "PARENT"
-        );
-        for s in &list {
+        // Columns as wide as their longest value (ids run from 8 characters to over 60: a
+        // Claude Code sub-agent's); every value from a source, escaped.
+        let esc = |v: &str| pond_canonical::escape_controls(v).into_owned();
+        let rows: Vec<[String; 6]> = list
+            .iter()
+            .map(|s| {
+                [
+                    esc(s.id.as_str()),
+                    esc(s.source_agent.as_str()),
+                    esc(&s.created_at),
+                    s.messages.to_string(),
+                    esc(s.parent_session_id.as_deref().unwrap_or("-")),
+                    esc(s.project.as_str()),
+                ]
+            })
+            .collect();
+        let header = ["ID", "SOURCE", "CREATED", "MESSAGES", "PARENT", "PROJECT"].map(String::from);
+        let mut width = header.clone().map(|h| h.chars().count());
+        for row in &rows {
+            for (w, v) in width.iter_mut().zip(row) {
+                *w = (*w).max(v.chars().count());
+            }
+        }
+        for row in std::iter::once(&header).chain(&rows) {
             println!(
-                "{:<38} {:<12} {:<25} {:>8} {:<38} {}",
-                s.id,
-                s.source_agent,
-                s.created_at,
-                s.messages,
-                s.parent_session_id.as_deref().unwrap_or("-"),
-                s.project
+                "{:<w0$} {:<w1$} {:<w2$} {:>w3$} {:<w4$} {}",
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                row[4],
+                row[5],
+                w0 = width[0],
+                w1 = width[1],
+                w2 = width[2],
+                w3 = width[3],
+                w4 = width[4],
             );
         }
     }

@@ -254,3 +254,44 @@ fn a_garbage_session_file_error_escapes_every_control_character() {
         }
     }
 }
+
+/// A listing quotes what sources say (ids, projects): a project holding an escape sequence is
+/// listed with it escaped, and the columns still line up.
+#[cfg(feature = "store")]
+#[test]
+fn a_session_listing_escapes_what_its_sources_say() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("in");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("rollout-2026-01-01T00-00-00-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl"),
+        concat!(
+            r#"{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"019c8a4c-ed82-79a1-aa28-7738fc5ab61a","timestamp":"2026-01-01T00:00:00Z","cwd":"/w/\u001b]0;pwned\u0007\u001b[31mred"}}"#,
+            "\n",
+            r#"{"timestamp":"2026-01-01T00:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let data = scratch.path().join("store");
+    let o = pond()
+        .args(["sync", "--only", "import", "--data"])
+        .arg(&data)
+        .arg("--source")
+        .arg(format!("codex={}", dir.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = pond()
+        .args(["sessions", "--data"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let listing = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(control_chars(&o.stdout), Vec::<char>::new(), "{listing}");
+    assert!(listing.contains("\\x1b[31mred"), "{listing}");
+    let lines: Vec<&str> = listing.lines().collect();
+    assert_eq!(lines.len(), 2, "{listing}");
+    assert_eq!(lines[0].find("PROJECT"), lines[1].find("/w/"), "{listing}");
+}
