@@ -497,7 +497,7 @@ impl Substrate {
             match retry::guarded(run).await {
                 Err(panic) => return Err(self.retry.damaged(spec.name, panic)),
                 Ok(Ok(())) => return Ok(state),
-                Ok(Err(e)) if retry::is_transient(&e) && attempt < self.retry.attempts => {
+                Ok(Err(e)) if self.retry.transient(&e) && attempt < self.retry.attempts => {
                     self.retry.pause(attempt).await
                 }
                 Ok(Err(e)) => return Err(self.retry.failed(spec.name, attempt, &e)),
@@ -664,6 +664,9 @@ impl Substrate {
                         };
                         return Ok((stats, attempts + a_attempts + b_attempts));
                     }
+                    Err(e) if self.retry.damage(&e) => {
+                        return Err(self.retry.failed(spec.name, attempts, &e));
+                    }
                     Err(e) if self.retry.write_goes_on(&e, attempts, lost_since) => {
                         if retry::is_conflict(&e) {
                             lost_since.get_or_insert_with(Instant::now);
@@ -678,7 +681,7 @@ impl Substrate {
                             detail: e.to_string(),
                         });
                     }
-                    Err(e) if retry::is_transient(&e) || retry::is_damage(&e) => {
+                    Err(e) if retry::is_transient(&e) => {
                         return Err(self.retry.failed(spec.name, attempts, &e));
                     }
                     Err(e) => {

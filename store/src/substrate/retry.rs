@@ -46,14 +46,16 @@ impl Default for RetryPolicy {
 /// object store refusing the credentials (a wrong secret stays wrong; retrying it only delays
 /// the error).
 pub(crate) fn is_transient(e: &lance::Error) -> bool {
-    is_conflict(e) || (is_fault(e) && !is_denied(e) && !is_permanent_os(e) && !is_damage(e))
+    is_conflict(e) || (is_fault(e) && !is_denied(e) && !is_permanent_os(e))
 }
 
 /// Whether a Lance error says a file of the table is not what its manifest promised: a file
 /// that ends early (`UnexpectedEof`, which io_uring's reader words "unexpected EOF" and the
 /// local file system "failed to fill whole buffer") or one Lance calls corrupt. Read again, a
-/// damaged file stays damaged: it was retried eight times (3 s) and then reported as the
-/// storage being unavailable, naming no file (issue 22's user trial).
+/// damaged local file stays damaged: it was retried eight times (3 s) and then reported as the
+/// storage being unavailable, naming no file (issue 22's user trial). Only a local store's
+/// errors are taken as damage ([`Retry::damage`]): from an object store, an early end is as
+/// likely a connection cut mid-body, which a retry mends.
 pub(crate) fn is_damage(e: &lance::Error) -> bool {
     if matches!(e.find_root(), lance::Error::CorruptFile { .. }) {
         return true;
@@ -249,10 +251,20 @@ impl Retry {
         }
     }
 
+    /// Whether `e` says a file of this (local) store's table is damaged ([`is_damage`]).
+    pub(crate) fn damage(&self, e: &lance::Error) -> bool {
+        self.local_root.is_some() && is_damage(e)
+    }
+
+    /// Whether `e` may go away on retry ([`is_transient`]), damage to a local file excepted.
+    pub(crate) fn transient(&self, e: &lance::Error) -> bool {
+        is_transient(e) && !self.damage(e)
+    }
+
     /// What a Lance call that failed for good with `e` after `attempts` attempts reports: the
-    /// table damaged ([`is_damage`]), else the storage unavailable.
+    /// table damaged ([`Self::damage`]), else the storage unavailable.
     pub(crate) fn failed(&self, table: &str, attempts: u32, e: &lance::Error) -> StoreError {
-        if is_damage(e) {
+        if self.damage(e) {
             self.damaged(table, e.to_string())
         } else {
             StoreError::Unavailable {
@@ -289,7 +301,7 @@ impl Retry {
             match guarded(call()).await {
                 Err(panic) => return Err(self.damaged(table, panic)),
                 Ok(Ok(v)) => return Ok(v),
-                Ok(Err(e)) if is_transient(&e) && attempt < self.attempts => {
+                Ok(Err(e)) if self.transient(&e) && attempt < self.attempts => {
                     self.pause(attempt).await
                 }
                 Ok(Err(e)) => return Err(self.failed(table, attempt, &e)),
@@ -314,7 +326,7 @@ impl Retry {
                 Err(panic) => return Err(self.damaged(table, panic)),
                 Ok(Ok(v)) => return Ok(Some(v)),
                 Ok(Err(e)) if is_not_found(&e) => return Ok(None),
-                Ok(Err(e)) if is_transient(&e) && attempt < self.attempts => {
+                Ok(Err(e)) if self.transient(&e) && attempt < self.attempts => {
                     self.pause(attempt).await
                 }
                 Ok(Err(e)) => return Err(self.failed(table, attempt, &e)),
@@ -652,12 +664,17 @@ mod tests {
         let eof = lance::Error::io_source(Box::new(std::io::Error::from(
             std::io::ErrorKind::UnexpectedEof,
         )));
-        assert!(is_damage(&eof) && !is_transient(&eof));
         // io_uring's reader says it in text only.
         let uring =
             lance::Error::io("Generic io_uring error: unexpected EOF: read 0 of 4096 bytes");
-        assert!(is_damage(&uring) && !is_transient(&uring));
-        assert!(!is_damage(&refused()) && is_transient(&refused()));
+        let local = Retry::new(RetryPolicy::default(), Some(Path::new("/store")));
+        for e in [&eof, &uring] {
+            assert!(local.damage(e) && !local.transient(e), "{e}");
+        }
+        assert!(!local.damage(&refused()) && local.transient(&refused()));
+        // From an object store an early end is retried: a connection cut mid-body.
+        let remote = Retry::new(RetryPolicy::default(), None);
+        assert!(!remote.damage(&eof) && remote.transient(&eof));
     }
 
     #[test]
