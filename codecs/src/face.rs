@@ -211,6 +211,17 @@ pub fn is_compaction_record(record: &serde_json::Map<String, serde_json::Value>)
     record.get("type").and_then(serde_json::Value::as_str) == Some("compacted")
 }
 
+/// The summary of a Codex `compacted` record ([`is_compaction_record`]): its `payload.message`,
+/// when it says something. A foreign write into Claude Code writes it as Claude Code's own
+/// compaction summary.
+pub fn compaction_summary(record: &serde_json::Map<String, serde_json::Value>) -> Option<&str> {
+    record
+        .get("payload")
+        .and_then(|p| p.get("message"))
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+}
+
 /// The text of a [`COMPACTION_LOSS`] for a write into `target` (a harness's name).
 pub fn compaction_loss_detail(target: &str) -> String {
     format!(

@@ -42,18 +42,51 @@ pub struct Counts {
     pub answered_calls: usize,
 }
 
+/// The events of `session` among `events`.
+fn session_events(events: &[Event], session: &str) -> Vec<Event> {
+    events
+        .iter()
+        .filter(|e| match e {
+            Event::Session(s) => s.id.as_str() == session,
+            Event::Message(m) => m.session_id().as_str() == session,
+        })
+        .cloned()
+        .collect()
+}
+
 impl Counts {
     /// Counts the events of one session of a read.
     pub fn of_session(events: &[Event], session: &str) -> Self {
-        let mine: Vec<Event> = events
-            .iter()
-            .filter(|e| match e {
-                Event::Session(s) => s.id.as_str() == session,
-                Event::Message(m) => m.session_id().as_str() == session,
-            })
-            .cloned()
-            .collect();
-        Self::of(&mine)
+        Self::of(&session_events(events, session))
+    }
+
+    /// What a resume of `session` written into `target` sends, counted: [`Self::of_session`],
+    /// except into a harness that resumes from its own compaction (Claude Code: a Codex
+    /// `compacted` record is written as its `compact_boundary` and summary line), where only
+    /// the messages after the session's last compaction count, and its summary as one more
+    /// user text (conversational, as the harness sends it).
+    pub fn as_resumed(events: &[Event], session: &str, target: &str) -> Self {
+        if target != "claude-code" {
+            return Self::of_session(events, session);
+        }
+        let mine = session_events(events, session);
+        let compacted = mine.iter().rposition(|e| match e {
+            Event::Message(Message::System(s)) => s.carried_record().is_some_and(|r| {
+                pond_codecs::face::is_compaction_record(r)
+                    && pond_codecs::face::compaction_summary(r).is_some()
+            }),
+            _ => false,
+        });
+        let Some(at) = compacted else {
+            return Self::of(&mine);
+        };
+        let mut c = Self::of(&mine[at + 1..]);
+        c.user_messages += 1;
+        c.user_texts += 1;
+        c.user_texts_nonblank += 1;
+        c.user_conversational += 1;
+        c.user_conversational_nonblank += 1;
+        c
     }
 
     /// Counts the events of a read.
@@ -383,7 +416,7 @@ pub fn oracle_rows(
             );
             continue;
         };
-        let counts = Counts::of_session(events, &w.source_session);
+        let counts = Counts::as_resumed(events, &w.source_session, target);
         if counts.user_conversational < min_user_turns {
             fewer_turns += 1;
             continue;

@@ -213,6 +213,12 @@ impl ForeignWriter {
     }
 }
 
+/// The loss kind of a Codex compaction written as Claude Code's own (its other fields dropped).
+pub(crate) const COMPACTED: &str = "compaction_rewritten";
+
+/// How Claude Code begins a compaction summary (format reference §5, "Compaction summary").
+const COMPACT_SUMMARY_PREFIX: &str = "This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\n";
+
 /// The session's id if it is a UUID, else a UUID v5 derived from its source and id.
 fn session_uuid(session: &Session) -> String {
     let id = session.id.as_str();
@@ -539,22 +545,59 @@ impl Stream {
         }
     }
 
-    /// Appends one line to the chain, its members in the order Claude Code writes them.
-    fn line(&mut self, kind: &str, message: Body<'_>, timestamp: &str, meta: bool) {
-        // uuid_v5("line:{canonical}:{lines}"), without formatting the name.
+    /// The uuid of the next line: uuid_v5("line:{canonical}:{lines}"), without formatting the
+    /// name.
+    fn next_uuid(&self) -> String {
         let mut n = itoa::Buffer::new();
-        let uuid = uuid_v5_of(&[
+        uuid_v5_of(&[
             b"line:",
             self.canonical.as_bytes(),
             b":",
             n.format(self.lines).as_bytes(),
-        ]);
+        ])
+    }
+
+    /// Claude Code's compaction (format reference §11): a `compact_boundary` system line that
+    /// starts a new chain (`parentUuid` null, `logicalParentUuid` the line before), then the
+    /// summary as a user line marked `isCompactSummary`, which the lines after it follow. A
+    /// resume walks back from the last line to the boundary: it sends the summary and what
+    /// follows, not the history before (which stays in the file, as Claude Code keeps it).
+    fn compact(&mut self, summary: &str, timestamp: &str) {
+        let uuid = self.next_uuid();
         let out = &mut self.buf;
-        out.extend_from_slice(br#"{"parentUuid":"#);
+        out.extend_from_slice(br#"{"parentUuid":null,"logicalParentUuid":"#);
         match &self.prev {
             Some(prev) => write_str(out, prev),
             None => out.extend_from_slice(b"null"),
         }
+        self.envelope();
+        let out = &mut self.buf;
+        out.extend_from_slice(
+            br#","type":"system","subtype":"compact_boundary","content":"Conversation compacted","isMeta":false,"timestamp":"#,
+        );
+        write_str(out, timestamp);
+        out.extend_from_slice(br#","uuid":"#);
+        write_str(out, &uuid);
+        out.extend_from_slice(
+            br#","level":"info","compactMetadata":{"trigger":"auto","preTokens":0}}"#,
+        );
+        out.push(b'\n');
+        self.lines += 1;
+        self.prev = Some(uuid);
+        let text = Value::String(format!("{COMPACT_SUMMARY_PREFIX}{summary}"));
+        self.line_with(
+            "user",
+            Body::User(&text),
+            timestamp,
+            false,
+            br#","isCompactSummary":true,"isVisibleInTranscriptOnly":true"#,
+        );
+    }
+
+    /// The members every line has after its parent: sidechain, user type, cwd, session,
+    /// version, and a sub-agent's id.
+    fn envelope(&mut self) {
+        let out = &mut self.buf;
         out.extend_from_slice(if self.agent_id.is_some() {
             br#","isSidechain":true"#
         } else {
@@ -570,6 +613,31 @@ impl Stream {
             out.extend_from_slice(br#","agentId":"#);
             write_str(out, agent);
         }
+    }
+
+    /// Appends one line to the chain, its members in the order Claude Code writes them.
+    fn line(&mut self, kind: &str, message: Body<'_>, timestamp: &str, meta: bool) {
+        self.line_with(kind, message, timestamp, meta, b"");
+    }
+
+    /// [`Self::line`], with `extra` members (`,"name":value`...) after its message.
+    fn line_with(
+        &mut self,
+        kind: &str,
+        message: Body<'_>,
+        timestamp: &str,
+        meta: bool,
+        extra: &[u8],
+    ) {
+        let uuid = self.next_uuid();
+        let out = &mut self.buf;
+        out.extend_from_slice(br#"{"parentUuid":"#);
+        match &self.prev {
+            Some(prev) => write_str(out, prev),
+            None => out.extend_from_slice(b"null"),
+        }
+        self.envelope();
+        let out = &mut self.buf;
         out.extend_from_slice(br#","type":"#);
         write_str(out, kind);
         out.extend_from_slice(br#","message":"#);
@@ -577,6 +645,7 @@ impl Stream {
         if meta {
             out.extend_from_slice(br#","isMeta":true"#);
         }
+        out.extend_from_slice(extra);
         out.extend_from_slice(br#","uuid":"#);
         write_str(out, &uuid);
         out.extend_from_slice(br#","timestamp":"#);
@@ -595,11 +664,27 @@ impl Stream {
         if let Some(record) = s.carried_record()
             && crate::face::is_compaction_record(record)
         {
-            losses.record(
-                crate::face::COMPACTION_LOSS,
-                at,
-                crate::face::compaction_loss_detail("Claude Code"),
-            );
+            match crate::face::compaction_summary(record) {
+                Some(summary) => {
+                    // What is held before the compaction is final: the boundary follows it.
+                    self.end_run();
+                    self.release(true, losses);
+                    self.compact(summary, m.timestamp().as_str());
+                    losses.record(
+                        COMPACTED,
+                        self.at(m),
+                        "a Codex `compacted` record is written as Claude Code's own compaction: a \
+                         `compact_boundary` line and its summary as an `isCompactSummary` user \
+                         line, so a resume sends the summary and what follows, as Codex does; \
+                         the record's other fields (`replacement_history`) are left out",
+                    );
+                }
+                None => losses.record(
+                    crate::face::COMPACTION_LOSS,
+                    at,
+                    crate::face::compaction_loss_detail("Claude Code"),
+                ),
+            }
         } else if let Some(record) = s.carried_record() {
             let kind = record
                 .get("type")
