@@ -40,6 +40,25 @@ pub struct Counts {
     /// Tool calls that a result of the same session answers, wherever it stands (each result
     /// answers one call of its id).
     pub answered_calls: usize,
+    /// Codex `compacted` records with a summary: the targets that resume from their own
+    /// compaction ([`WRITES_COMPACTION`]) write each as one more (injected) user text.
+    pub compactions: usize,
+}
+
+/// The targets that write a Codex `compacted` record with a summary as their own compaction
+/// (Claude Code's `compact_boundary` and summary line, pi's `compaction` entry): a resume sends
+/// the summary and what follows, not the history before.
+pub const WRITES_COMPACTION: &[&str] = &["claude-code", "pi"];
+
+/// Whether `m` is a Codex `compacted` record with a summary.
+fn is_summarised_compaction(m: &Message) -> bool {
+    match m {
+        Message::System(s) => s.carried_record().is_some_and(|r| {
+            pond_codecs::face::is_compaction_record(r)
+                && pond_codecs::face::compaction_summary(r).is_some()
+        }),
+        _ => false,
+    }
 }
 
 /// The events of `session` among `events`.
@@ -61,22 +80,17 @@ impl Counts {
     }
 
     /// What a resume of `session` written into `target` sends, counted: [`Self::of_session`],
-    /// except into a harness that resumes from its own compaction (Claude Code: a Codex
-    /// `compacted` record is written as its `compact_boundary` and summary line), where only
-    /// the messages after the session's last compaction count, and its summary as one more
-    /// user text (conversational, as the harness sends it).
+    /// except into a harness that resumes from its own compaction ([`WRITES_COMPACTION`]),
+    /// where only the messages after the session's last compaction count, and its summary as
+    /// one more user text (conversational, as the harness sends it).
     pub fn as_resumed(events: &[Event], session: &str, target: &str) -> Self {
-        if target != "claude-code" {
+        if !WRITES_COMPACTION.contains(&target) {
             return Self::of_session(events, session);
         }
         let mine = session_events(events, session);
-        let compacted = mine.iter().rposition(|e| match e {
-            Event::Message(Message::System(s)) => s.carried_record().is_some_and(|r| {
-                pond_codecs::face::is_compaction_record(r)
-                    && pond_codecs::face::compaction_summary(r).is_some()
-            }),
-            _ => false,
-        });
+        let compacted = mine
+            .iter()
+            .rposition(|e| matches!(e, Event::Message(m) if is_summarised_compaction(m)));
         let Some(at) = compacted else {
             return Self::of(&mine);
         };
@@ -110,6 +124,7 @@ impl Counts {
         }
         for e in events {
             let Event::Message(m) = e else { continue };
+            c.compactions += usize::from(is_summarised_compaction(m));
             let session = m.session_id().as_str().to_owned();
             let parts = m.parts();
             if matches!(m, Message::User(_))
@@ -569,7 +584,13 @@ pub fn assert_every_foreign_write_is_faithful(target: &'static Codec, conversati
             ));
         }
         let (s, t) = (c.source_counts, c.target_counts);
-        let same = s.user_texts == t.user_texts
+        // A compaction written as the target's own reads back as its summary, a user text.
+        let summaries = if WRITES_COMPACTION.contains(&target.name) {
+            s.compactions
+        } else {
+            0
+        };
+        let same = s.user_texts + summaries == t.user_texts
             && s.assistant_texts == t.assistant_texts
             && s.tool_calls == t.tool_calls
             && s.paired_results == t.paired_results

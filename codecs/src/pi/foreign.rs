@@ -83,6 +83,9 @@ pub(crate) fn session_uuid(source: &str) -> (String, bool) {
     (id, true)
 }
 
+/// The loss kind of a Codex compaction written as pi's own (its other fields dropped).
+const COMPACTED: &str = "compaction_rewritten";
+
 /// pi's session folder for a cwd: `--<cwd without its leading separator, / \ : as ->--`.
 pub(crate) fn cwd_folder(cwd: &str) -> String {
     let trimmed = cwd
@@ -309,9 +312,25 @@ impl ForeignFile {
             // A system message or a carried record does not end a model response: codex
             // interleaves event records between the reasoning, text and calls of one response.
             Message::System(s) => {
-                if s.carried_record()
-                    .is_some_and(crate::face::is_compaction_record)
-                {
+                let compaction = s
+                    .carried_record()
+                    .filter(|r| crate::face::is_compaction_record(r));
+                if let Some(summary) = compaction.and_then(crate::face::compaction_summary) {
+                    // What is held before it is final: the compaction follows it.
+                    while self.held.front().is_some() {
+                        self.write_front();
+                    }
+                    self.in_assistant_run = false;
+                    self.compaction(m.id().as_str(), ms, summary);
+                    self.losses.record(
+                        COMPACTED,
+                        at,
+                        "a Codex `compacted` record is written as pi's own `compaction` entry \
+                         (its summary, nothing before it kept), so a resume sends the summary \
+                         and what follows, as Codex does; the record's other fields \
+                         (`replacement_history`) are left out",
+                    );
+                } else if compaction.is_some() {
                     self.losses.record(
                         crate::face::COMPACTION_LOSS,
                         at,
@@ -622,16 +641,41 @@ impl ForeignFile {
         }
     }
 
-    /// One `message` entry, chained to the one before.
-    fn entry(&mut self, seed: &str, ms: i64, msg: &PiMessage) {
+    /// A new entry id from `seed`, unique in the file.
+    fn entry_id(&mut self, seed: &str) -> String {
         let mut salt = 0u32;
-        let eid = loop {
+        loop {
             let candidate = entry_id(self.session.id.as_str(), seed, salt);
             if self.used.insert(candidate) {
                 break crate::digest::hex(&candidate.to_be_bytes());
             }
             salt += 1;
-        };
+        }
+    }
+
+    /// pi's own `compaction` entry (pi.md section 2), chained to the one before: a resume sends
+    /// its summary and the entries after it. `firstKeptEntryId` is its own id, which no entry
+    /// before it has, so nothing before it is sent (pi's `buildSessionContext` sends the
+    /// entries from that id up to the compaction).
+    fn compaction(&mut self, seed: &str, ms: i64, summary: &str) {
+        let eid = self.entry_id(seed);
+        let out = &mut self.buf;
+        field(out, b"{\"type\":\"compaction\",\"id\":", &eid);
+        out.extend_from_slice(b",\"parentId\":");
+        match self.parent.as_deref() {
+            Some(parent) => jsonl::write_str(out, parent),
+            None => out.extend_from_slice(b"null"),
+        }
+        field(out, b",\"timestamp\":", &crate::clock::iso_millis(ms));
+        field(out, b",\"summary\":", summary);
+        field(out, b",\"firstKeptEntryId\":", &eid);
+        out.extend_from_slice(b",\"tokensBefore\":0}\n");
+        self.parent = Some(eid);
+    }
+
+    /// One `message` entry, chained to the one before.
+    fn entry(&mut self, seed: &str, ms: i64, msg: &PiMessage) {
+        let eid = self.entry_id(seed);
         // A `message` entry, in pi's field order.
         let out = &mut self.buf;
         field(out, b"{\"type\":\"message\",\"id\":", &eid);
