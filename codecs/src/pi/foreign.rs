@@ -641,16 +641,29 @@ impl ForeignFile {
         }
     }
 
-    /// A new entry id from `seed`, unique in the file.
-    fn entry_id(&mut self, seed: &str) -> String {
+    /// Begins an entry of `kind` made from `seed`, chained to the one before: its `type`, a new
+    /// id unique in the file (then `self.parent`), `parentId` and `timestamp`, in pi's field
+    /// order. The caller writes the entry's own members and closes it.
+    fn begin_entry(&mut self, kind: &[u8], seed: &str, ms: i64) {
         let mut salt = 0u32;
-        loop {
+        let eid = loop {
             let candidate = entry_id(self.session.id.as_str(), seed, salt);
             if self.used.insert(candidate) {
                 break crate::digest::hex(&candidate.to_be_bytes());
             }
             salt += 1;
+        };
+        let out = &mut self.buf;
+        out.extend_from_slice(b"{\"type\":");
+        out.extend_from_slice(kind);
+        field(out, b",\"id\":", &eid);
+        out.extend_from_slice(b",\"parentId\":");
+        match self.parent.as_deref() {
+            Some(parent) => jsonl::write_str(out, parent),
+            None => out.extend_from_slice(b"null"),
         }
+        field(out, b",\"timestamp\":", &crate::clock::iso_millis(ms));
+        self.parent = Some(eid);
     }
 
     /// pi's own `compaction` entry (pi.md section 2), chained to the one before: a resume sends
@@ -658,37 +671,24 @@ impl ForeignFile {
     /// before it has, so nothing before it is sent (pi's `buildSessionContext` sends the
     /// entries from that id up to the compaction).
     fn compaction(&mut self, seed: &str, ms: i64, summary: &str) {
-        let eid = self.entry_id(seed);
+        self.begin_entry(b"\"compaction\"", seed, ms);
         let out = &mut self.buf;
-        field(out, b"{\"type\":\"compaction\",\"id\":", &eid);
-        out.extend_from_slice(b",\"parentId\":");
-        match self.parent.as_deref() {
-            Some(parent) => jsonl::write_str(out, parent),
-            None => out.extend_from_slice(b"null"),
-        }
-        field(out, b",\"timestamp\":", &crate::clock::iso_millis(ms));
         field(out, b",\"summary\":", summary);
-        field(out, b",\"firstKeptEntryId\":", &eid);
+        field(
+            out,
+            b",\"firstKeptEntryId\":",
+            self.parent.as_deref().unwrap_or_default(),
+        );
         out.extend_from_slice(b",\"tokensBefore\":0}\n");
-        self.parent = Some(eid);
     }
 
     /// One `message` entry, chained to the one before.
     fn entry(&mut self, seed: &str, ms: i64, msg: &PiMessage) {
-        let eid = self.entry_id(seed);
-        // A `message` entry, in pi's field order.
+        self.begin_entry(b"\"message\"", seed, ms);
         let out = &mut self.buf;
-        field(out, b"{\"type\":\"message\",\"id\":", &eid);
-        out.extend_from_slice(b",\"parentId\":");
-        match self.parent.as_deref() {
-            Some(parent) => jsonl::write_str(out, parent),
-            None => out.extend_from_slice(b"null"),
-        }
-        field(out, b",\"timestamp\":", &crate::clock::iso_millis(ms));
         out.extend_from_slice(b",\"message\":");
         msg.write(out, ms);
         out.extend_from_slice(b"}\n");
-        self.parent = Some(eid);
     }
 
     /// The session written.
