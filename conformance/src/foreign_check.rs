@@ -62,7 +62,7 @@ fn is_summarised_compaction(m: &Message) -> bool {
 }
 
 /// The events of `session` among `events`.
-fn session_events(events: &[Event], session: &str) -> Vec<Event> {
+pub fn session_events(events: &[Event], session: &str) -> Vec<Event> {
     events
         .iter()
         .filter(|e| match e {

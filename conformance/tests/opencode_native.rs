@@ -84,13 +84,8 @@ fn discovery_lists_exactly_the_opencode_sources() {
 
 /// Events of one session, with `options.source` (where the session was read from) removed.
 fn session_events(events: &[Event], id: &str) -> Vec<Event> {
-    events
-        .iter()
-        .filter(|e| match e {
-            Event::Session(s) => s.id.as_str() == id,
-            Event::Message(m) => m.session_id().as_str() == id,
-        })
-        .cloned()
+    pond_conformance::foreign_check::session_events(events, id)
+        .into_iter()
         .map(|e| match e {
             Event::Session(mut s) => {
                 s.options.remove("source");
