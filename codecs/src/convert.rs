@@ -640,6 +640,15 @@ mod tests {
     /// the writer never reads: the written files and the whole summary (counts, faults in
     /// order, losses, written sessions) must be the same all four ways.
     fn both_ways(from: &Codec, to: &Codec, sources: &[Origin]) -> Summary {
+        both_ways_written(from, to, sources).1
+    }
+
+    /// [`both_ways`], with the files written.
+    fn both_ways_written(
+        from: &Codec,
+        to: &Codec,
+        sources: &[Origin],
+    ) -> (std::collections::BTreeMap<String, Vec<u8>>, Summary) {
         let run = |pipelined, prune| {
             let mut out = MemoryOutput::default();
             let summary = convert_on(
@@ -667,7 +676,7 @@ mod tests {
                 "{way}: summary"
             );
         }
-        serial
+        (serial_files, serial)
     }
 
     /// Every pair, native ones too: carriers cross the threads as copies of their lines, and a
@@ -745,6 +754,92 @@ mod tests {
         assert!(lines[2].contains("c.jsonl"), "{lines:#?}");
     }
 
+    /// A Claude Code session with a compaction (a `compact_boundary` beginning a new chain and
+    /// its `isCompactSummary` line) between an early and a later turn, then a boundary that
+    /// continues its chain (`NOT A CUT`), converted into `to`: the file written and the summary.
+    fn claude_compaction_into(to: &str) -> (String, Summary) {
+        let dir = std::env::temp_dir().join(format!("pond-compact-{to}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let line = |uuid: &str, parent: &str, rest: &str| {
+            format!(
+                r#"{{"uuid":"{uuid}","parentUuid":{parent},"sessionId":"5e0c5d6e-1f4a-4c3b-9a0d-6f1e2d3c4b5a","cwd":"/w","timestamp":"2026-01-01T00:00:0{}Z",{rest}}}"#,
+                uuid.len() % 10
+            ) + "\n"
+        };
+        let user =
+            |text: &str| format!(r#""type":"user","message":{{"role":"user","content":"{text}"}}"#);
+        let session = [
+            line("u1", "null", &user("EARLY PROMPT")),
+            line("a1", r#""u1""#, r#""type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"EARLY ANSWER"}]}"#),
+            line("b1", "null", r#""type":"system","subtype":"compact_boundary","content":"Conversation compacted","logicalParentUuid":"a1","compactMetadata":{"trigger":"auto","preTokens":9}"#),
+            line("s1", r#""b1""#, &(user("SUMMARY OF EARLIER") + r#","isCompactSummary":true"#)),
+            line("u2", r#""s1""#, &user("LATER PROMPT")),
+            line("a2", r#""u2""#, r#""type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"LATER ANSWER"}]}"#),
+            line("b2", r#""a2""#, r#""type":"system","subtype":"compact_boundary","content":"NOT A CUT""#),
+        ]
+        .concat();
+        std::fs::write(dir.join("s.jsonl"), session).unwrap();
+        let claude = crate::registry::find("claude-code").unwrap();
+        let to = crate::registry::find(to).unwrap();
+        let sources = claude.read.unwrap().discover(&dir).unwrap();
+        let (files, summary) = both_ways_written(claude, to, &sources);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let text = String::from_utf8_lossy(files.values().next().unwrap()).into_owned();
+        (text, summary)
+    }
+
+    /// A Claude Code compaction written into Codex is Codex's own: a `compacted` line with an
+    /// empty replacement history where the boundary was (Codex resumes from there), the summary
+    /// right after it as a user message, the history before it kept, the loss reported. A
+    /// `compact_boundary` that continues its chain (a `parentUuid`) is not a compaction Claude
+    /// Code resumes from, and stays a developer message.
+    #[test]
+    fn a_claude_code_compaction_is_written_as_codexs_own() {
+        let (text, summary) = claude_compaction_into("codex");
+        let at = |what: &str| {
+            text.find(what)
+                .unwrap_or_else(|| panic!("no {what}: {text}"))
+        };
+        let compacted = r#""type":"compacted","payload":{"message":"","replacement_history":[]}"#;
+        assert_eq!(text.matches(r#""type":"compacted""#).count(), 1, "{text}");
+        assert!(at("EARLY ANSWER") < at(compacted), "{text}");
+        assert!(at(compacted) < at("SUMMARY OF EARLIER"), "{text}");
+        assert!(at("SUMMARY OF EARLIER") < at("LATER PROMPT"), "{text}");
+        assert!(!text.contains("Conversation compacted"), "{text}");
+        assert!(
+            text.contains(
+                r#""role":"developer","content":[{"type":"input_text","text":"NOT A CUT"}]"#
+            ),
+            "{text}"
+        );
+        let compaction = &summary.losses.kinds["compaction_rewritten"];
+        assert_eq!(compaction.count, 1, "{compaction:?}");
+        assert!(compaction.first.contains("b1"), "{compaction:?}");
+    }
+
+    /// The same into pi: one `compaction` entry holding the summary (not also a message of its
+    /// own: pi would send it twice), after the early turn and before the later one.
+    #[test]
+    fn a_claude_code_compaction_is_written_as_pis_own() {
+        let (text, summary) = claude_compaction_into("pi");
+        let at = |what: &str| {
+            text.find(what)
+                .unwrap_or_else(|| panic!("no {what}: {text}"))
+        };
+        assert_eq!(text.matches(r#""type":"compaction""#).count(), 1, "{text}");
+        assert_eq!(text.matches("SUMMARY OF EARLIER").count(), 1, "{text}");
+        assert!(at("EARLY ANSWER") < at(r#""type":"compaction""#), "{text}");
+        assert!(
+            at(r#""summary":"SUMMARY OF EARLIER""#) < at("LATER PROMPT"),
+            "{text}"
+        );
+        assert!(!text.contains("NOT A CUT"), "{text}");
+        let compaction = &summary.losses.kinds["compaction_rewritten"];
+        assert_eq!(compaction.count, 1, "{compaction:?}");
+        assert!(compaction.first.contains("b1"), "{compaction:?}");
+        assert_eq!(summary.losses.kinds["system_message"].count, 1);
+    }
+
     /// A pi side branch written into another harness begins with its parent's history through
     /// the cut-point (the user's "List files"), and the main session keeps its own: without it,
     /// the branch began with the assistant's answer.
@@ -756,26 +851,14 @@ mod tests {
         let sources = pi.read.unwrap().discover(&file).unwrap();
         for to in ["claude-code", "codex", "opencode"] {
             let to = crate::registry::find(to).unwrap();
-            let summary = both_ways(pi, to, &sources);
-            let mut out = MemoryOutput::default();
-            convert_on(
-                pi,
-                to,
-                Layout::Mirror,
-                &sources,
-                &mut out,
-                &mut |_, _| {},
-                false,
-                true,
-            )
-            .unwrap();
+            let (files, summary) = both_ways_written(pi, to, &sources);
             let text_of = |branch: bool| {
                 let w = summary
                     .written
                     .iter()
                     .find(|w| w.source_session.contains('#') == branch)
                     .unwrap_or_else(|| panic!("{}: {:?}", to.name, summary.written));
-                String::from_utf8_lossy(&out.files[&w.file]).into_owned()
+                String::from_utf8_lossy(&files[&w.file]).into_owned()
             };
             let (branch, main) = (text_of(true), text_of(false));
             let at = |text: &str, what: &str| text.find(what);

@@ -222,6 +222,53 @@ pub fn compaction_summary(record: &serde_json::Map<String, serde_json::Value>) -
         .filter(|s| !s.trim().is_empty())
 }
 
+/// Whether `system` is a Claude Code compaction: a `system` record of subtype
+/// `compact_boundary` that begins a new chain (`parentUuid` null or absent), so that Claude Code
+/// resumes from it (the summary line after it and what follows), not from the history before it.
+/// A foreign writer whose harness has a compaction of its own writes it there (Codex: a
+/// `compacted` line).
+pub fn is_compact_boundary(system: &pond_canonical::SystemMessage) -> bool {
+    let Some(envelope) = system
+        .options
+        .get("source")
+        .and_then(|s| s.get("envelope"))
+        .and_then(serde_json::Value::as_object)
+    else {
+        return false;
+    };
+    let str_of = |key: &str| envelope.get(key).and_then(serde_json::Value::as_str);
+    str_of("type") == Some("system")
+        && str_of("subtype") == Some("compact_boundary")
+        && str_of("parentUuid").is_none()
+}
+
+/// The summary of a Claude Code compaction: the text of a user message marked
+/// `isCompactSummary` (the line after a [`is_compact_boundary`] one), its text parts joined.
+pub fn compact_summary_text(message: &Message) -> Option<String> {
+    let Message::User(user) = message else {
+        return None;
+    };
+    let marked = user
+        .options
+        .get("source")
+        .and_then(|s| s.get("envelope"))
+        .and_then(|e| e.get("isCompactSummary"))
+        .and_then(serde_json::Value::as_bool)
+        == Some(true);
+    if !marked {
+        return None;
+    }
+    let text: String = user
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            pond_canonical::UserPart::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!text.trim().is_empty()).then_some(text)
+}
+
 /// The text of a [`COMPACTION_LOSS`] for a write into `target` (a harness's name).
 pub fn compaction_loss_detail(target: &str) -> String {
     format!(

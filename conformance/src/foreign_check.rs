@@ -50,6 +50,11 @@ pub struct Counts {
 /// the summary and what follows, not the history before.
 pub const WRITES_COMPACTION: &[&str] = &["claude-code", "pi"];
 
+/// The targets that write a Claude Code compaction (`pond_codecs::face::is_compact_boundary`)
+/// as their own (Codex: a `compacted` line; pi: a `compaction` entry holding the summary line
+/// after it): a resume sends the summary and what follows, as Claude Code does.
+pub const CLAUDE_COMPACTION_INTO: &[&str] = &["codex", "pi"];
+
 /// Whether `m` is a Codex `compacted` record with a summary.
 fn is_summarised_compaction(m: &Message) -> bool {
     match m {
@@ -80,21 +85,45 @@ impl Counts {
     }
 
     /// What a resume of `session` written into `target` sends, counted: [`Self::of_session`],
-    /// except into a harness that resumes from its own compaction ([`WRITES_COMPACTION`]),
-    /// where only the messages after the session's last compaction count, and its summary as
-    /// one more user text (conversational, as the harness sends it).
+    /// except into a harness that resumes from its own compaction: into Claude Code and pi
+    /// ([`WRITES_COMPACTION`]) only the messages after the session's last Codex compaction
+    /// count, and its summary as one more user text (conversational, as the harness sends it);
+    /// into Codex and pi ([`CLAUDE_COMPACTION_INTO`]) only the messages after the last Claude
+    /// Code compaction ([`pond_codecs::face::is_compact_boundary`]), whose summary is the
+    /// message after it.
     pub fn as_resumed(events: &[Event], session: &str, target: &str) -> Self {
-        if !WRITES_COMPACTION.contains(&target) {
+        let codex_summaries = WRITES_COMPACTION.contains(&target);
+        let claude_boundaries = CLAUDE_COMPACTION_INTO.contains(&target);
+        if !codex_summaries && !claude_boundaries {
             return Self::of_session(events, session);
         }
         let mine = session_events(events, session);
-        let compacted = mine
-            .iter()
-            .rposition(|e| matches!(e, Event::Message(m) if is_summarised_compaction(m)));
+        // The last compaction the target resumes from: a Codex summary (written as one more
+        // user text) or a Claude Code boundary (its summary is the message after it; pi writes
+        // one only with that summary).
+        let message = |i: usize| match mine.get(i) {
+            Some(Event::Message(m)) => Some(m),
+            _ => None,
+        };
+        let compacted = (0..mine.len()).rev().find(|&i| {
+            let Some(m) = message(i) else { return false };
+            let boundary =
+                matches!(m, Message::System(s) if pond_codecs::face::is_compact_boundary(s));
+            (codex_summaries && is_summarised_compaction(m))
+                || (claude_boundaries
+                    && boundary
+                    && (target != "pi"
+                        || message(i + 1)
+                            .and_then(pond_codecs::face::compact_summary_text)
+                            .is_some()))
+        });
         let Some(at) = compacted else {
             return Self::of(&mine);
         };
         let mut c = Self::of(&mine[at + 1..]);
+        if !matches!(&mine[at], Event::Message(m) if is_summarised_compaction(m)) {
+            return c;
+        }
         c.user_messages += 1;
         c.user_texts += 1;
         c.user_texts_nonblank += 1;

@@ -6,7 +6,7 @@
 
 use pond_canonical::{Event, Message, Part, Session, SessionLog};
 use pond_codecs::convert::{convert_sources, read_all};
-use pond_codecs::face::{Fidelity, Layout, Losses, Target, WriteError};
+use pond_codecs::face::{self, Fidelity, Layout, Losses, Target, WriteError};
 use pond_codecs::output::MemoryOutput;
 use pond_codecs::{claude_code, codex};
 use pond_conformance::foreign_check::{Converted, convert_one, fixture_dirs, fixture_sources};
@@ -29,6 +29,9 @@ struct Content {
     calls: Vec<(String, String, Value)>,
     /// The call id of every tool result.
     results: Vec<String>,
+    /// Compactions: Claude Code `compact_boundary` records in a source, Codex `compacted`
+    /// lines read back.
+    compactions: usize,
 }
 
 fn content(messages: &[Message]) -> Content {
@@ -36,6 +39,11 @@ fn content(messages: &[Message]) -> Content {
     for m in messages {
         let parts = m.parts();
         match m {
+            // A compaction is written as Codex's own `compacted` line, its text left out.
+            Message::System(s) if pond_codecs::face::is_compact_boundary(s) => c.compactions += 1,
+            Message::System(s) if s.carried_record().is_some_and(face::is_compaction_record) => {
+                c.compactions += 1
+            }
             Message::System(s) if s.carried_record().is_none() && !s.content.is_empty() => {
                 c.user.push(s.content.as_str().to_owned());
             }
@@ -107,6 +115,7 @@ fn convert_clean() -> Vec<(String, Converted)> {
 fn every_clean_claude_code_fixture_becomes_valid_codex_rollouts_that_keep_the_conversation() {
     let mut checked = 0;
     let mut sessions = 0;
+    let mut compactions = 0;
     for (name, c) in convert_clean() {
         let source = logs(c.source_events);
         assert!(
@@ -166,6 +175,8 @@ fn every_clean_claude_code_fixture_becomes_valid_codex_rollouts_that_keep_the_co
                 .cloned()
                 .collect();
             assert_eq!(got.results, paired, "{name}: tool results");
+            assert_eq!(got.compactions, want.compactions, "{name}: compactions");
+            compactions += got.compactions;
             assert_eq!(back.session.project, source.session.project, "{name}: cwd");
             // A sub-agent names its parent thread.
             assert_eq!(
@@ -184,6 +195,9 @@ fn every_clean_claude_code_fixture_becomes_valid_codex_rollouts_that_keep_the_co
         checked >= 40,
         "only {checked} clean Claude Code sources were found"
     );
+    // marot-spotter's real session holds one compaction (agent-sessions/small.jsonl, two, is
+    // not clean).
+    assert!(compactions >= 1, "no compaction was converted");
 }
 
 #[test]

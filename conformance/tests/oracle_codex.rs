@@ -1,9 +1,10 @@
 //! Real-Codex acceptance of foreign rollouts (spec 6.3, 6.8): every fixture of the other codecs
 //! (Claude Code, opencode, pi) that reads cleanly and converts to Codex passes Codex 0.169's
 //! offline check (`codex migrate-rollouts --apply`, every `response_item` re-read by Codex's own
-//! types), and `codex exec resume` against the loopback mock model sends its whole history:
-//! accepted, no `session_items_not_sent`, every user and assistant turn, every tool call with its
-//! result (counted against the canonical source).
+//! types), and `codex exec resume` against the loopback mock model sends its whole history
+//! (after a Claude Code compaction, written as Codex's own, what follows it): accepted, no
+//! `session_items_not_sent`, every user and assistant turn, every tool call with its result
+//! (counted against the canonical source).
 //!
 //! Resume runs on every multi-record fixture (and its sub-agent rollouts) and on a handful of the
 //! single-record ones; the offline check on all. When the oracle is not installed the test prints
@@ -92,7 +93,9 @@ fn jobs(out: &Path) -> Vec<Job> {
                 fixture: label,
                 file: dir.join(&w.file),
                 resume,
-                expected: Counts::of_session(&c.source_events, &w.source_session).into(),
+                // After a Claude Code compaction (written as a `compacted` line) Codex sends
+                // what follows it, as Claude Code does.
+                expected: Counts::as_resumed(&c.source_events, &w.source_session, "codex").into(),
             });
         }
     }
@@ -225,14 +228,25 @@ fn not_sent(job: &Job, r: &Report) -> Vec<String> {
     let mut pool = sent;
     let mut missing = Vec::new();
     let text = std::fs::read_to_string(&job.file).unwrap_or_default();
+    // The history a resume rebuilds: the response items, each `compacted` line replacing those
+    // before it with its replacement history.
+    let mut history = Vec::new();
     for line in text.lines() {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        if v.get("type").and_then(|t| t.as_str()) != Some("response_item") {
-            continue;
+        match v.get("type").and_then(|t| t.as_str()) {
+            Some("response_item") => history.push(v["payload"].clone()),
+            Some("compacted") => {
+                if let Some(items) = v["payload"]["replacement_history"].as_array() {
+                    history = items.clone();
+                }
+            }
+            _ => {}
         }
-        let sig = signature(&v["payload"]);
+    }
+    for item in &history {
+        let sig = signature(item);
         match pool.iter().position(|s| *s == sig) {
             Some(i) => {
                 pool.swap_remove(i);

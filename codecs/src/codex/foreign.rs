@@ -65,6 +65,9 @@ pub mod loss {
     pub const SOURCE_OPTIONS: &str = "source_options";
     /// A fork's cut-point in its parent: a G1 rollout names the parent only.
     pub const CUT_POINT: &str = "fork_cut_point";
+    /// A Claude Code compaction written as Codex's own `compacted` line (its text and metadata
+    /// left out).
+    pub const COMPACTION: &str = "compaction_rewritten";
 }
 
 /// The `originator` pond writes into `session_meta` (who wrote the rollout).
@@ -192,6 +195,22 @@ impl ForeignRollout {
                         loss::HARNESS_RECORD,
                         at,
                         format!("a harness record with no model-visible content (`{kind}`)"),
+                    );
+                } else if crate::face::is_compact_boundary(system) {
+                    // A Claude Code compaction becomes Codex's own: a `compacted` line whose
+                    // replacement history is empty, so a resume sends what follows it (Claude
+                    // Code's summary line, then the rest), as Claude Code does; the history
+                    // before it stays in the file.
+                    self.line("compacted", |out| {
+                        out.extend_from_slice(br#"{"message":"","replacement_history":[]}"#);
+                    });
+                    target.losses.record(
+                        loss::COMPACTION,
+                        at,
+                        "a Claude Code compaction (`compact_boundary`) is written as Codex's own: a \
+                         `compacted` line with an empty replacement history, so a resume sends the \
+                         summary after it and what follows, as Claude Code does; the boundary's \
+                         text and `compactMetadata` are left out",
                     );
                 } else if !system.content.is_empty() {
                     // A system message is harness instruction: Codex's own is a developer message.

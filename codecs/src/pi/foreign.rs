@@ -298,6 +298,9 @@ pub(crate) struct ForeignFile {
     /// Entry ids used so far (re-hashed on a collision) and the last one (the next `parentId`).
     used: HashSet<u32>,
     parent: Option<String>,
+    /// A Claude Code compaction's boundary (its id and time), until the message after it shows
+    /// whether it has a summary ([`crate::face::compact_summary_text`]).
+    boundary: Option<(String, i64)>,
     /// Lines made since the last write to the output (the header first).
     buf: Vec<u8>,
 }
@@ -308,6 +311,28 @@ impl ForeignFile {
         let sid = self.session.id.clone();
         let at = At::of(sid.as_str(), m);
         let ms = millis(m.timestamp());
+        if let Some((seed, at_ms)) = self.boundary.take() {
+            if let Some(summary) = crate::face::compact_summary_text(m) {
+                // A Claude Code compaction: pi's own, the summary in the entry (not a message
+                // of its own, which pi would send twice).
+                while self.held.front().is_some() {
+                    self.write_front();
+                }
+                self.in_assistant_run = false;
+                self.compaction(&seed, at_ms, &summary);
+                self.losses.record(
+                    COMPACTED,
+                    At::new(sid.as_str(), &seed),
+                    "a Claude Code compaction (a `compact_boundary` line and its \
+                     `isCompactSummary` summary line) is written as pi's own `compaction` entry \
+                     holding the summary (nothing before it kept), so a resume sends the summary \
+                     and what follows, as Claude Code does; the boundary's text and \
+                     `compactMetadata` are left out",
+                );
+                return;
+            }
+            self.boundary_lost(&seed);
+        }
         match m {
             // A system message or a carried record does not end a model response: codex
             // interleaves event records between the reasoning, text and calls of one response.
@@ -336,6 +361,8 @@ impl ForeignFile {
                         at,
                         crate::face::compaction_loss_detail("pi"),
                     );
+                } else if crate::face::is_compact_boundary(s) {
+                    self.boundary = Some((m.id().to_string(), ms));
                 } else if s.carried_record().is_some() {
                     self.losses.record(
                         SOURCE_RECORD,
@@ -637,6 +664,7 @@ impl ForeignFile {
             model: String::new(),
             used: HashSet::new(),
             parent: None,
+            boundary: None,
             buf,
         }
     }
@@ -664,6 +692,17 @@ impl ForeignFile {
         }
         field(out, b",\"timestamp\":", &crate::clock::iso_millis(ms));
         self.parent = Some(eid);
+    }
+
+    /// A Claude Code compaction boundary with no summary after it: a system message, which pi
+    /// has no place for.
+    fn boundary_lost(&mut self, seed: &str) {
+        let sid = self.session.id.clone();
+        self.losses.record(
+            "system_message",
+            At::new(sid.as_str(), seed),
+            "pi sessions have no system messages",
+        );
     }
 
     /// pi's own `compaction` entry (pi.md section 2), chained to the one before: a resume sends
@@ -698,6 +737,9 @@ impl ForeignFile {
 
     /// The end of the source: whatever is held is written.
     pub(crate) fn finish(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
+        if let Some((seed, _)) = self.boundary.take() {
+            self.boundary_lost(&seed);
+        }
         self.end();
         self.write(target)
     }
