@@ -840,6 +840,52 @@ mod tests {
         assert_eq!(summary.losses.kinds["system_message"].count, 1);
     }
 
+    /// The same into opencode: a user message holding a `compaction` part, answered by an
+    /// assistant message (`summary: true`) whose text is the summary, after the early turn and
+    /// before the later one; the summary line is not also a user message.
+    #[test]
+    fn a_claude_code_compaction_is_written_as_opencodes_own() {
+        let (text, summary) = claude_compaction_into("opencode");
+        let doc: serde_json::Value = serde_json::from_str(&text).expect("one JSON document");
+        let messages = doc["messages"].as_array().expect("messages");
+        let kinds: Vec<(&str, Vec<&str>, String)> = messages
+            .iter()
+            .map(|m| {
+                let parts = m["parts"].as_array().unwrap();
+                let texts = parts
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("");
+                let types = parts.iter().filter_map(|p| p["type"].as_str()).collect();
+                (m["info"]["role"].as_str().unwrap(), types, texts)
+            })
+            .collect();
+        let at = kinds
+            .iter()
+            .position(|(_, types, _)| types.contains(&"compaction"))
+            .unwrap_or_else(|| panic!("no compaction message: {kinds:?}"));
+        assert_eq!(kinds[at].0, "user", "{kinds:?}");
+        assert_eq!(kinds[at + 1].0, "assistant", "{kinds:?}");
+        assert_eq!(kinds[at + 1].2, "SUMMARY OF EARLIER", "{kinds:?}");
+        let info = &messages[at + 1]["info"];
+        assert_eq!(info["summary"], true, "{info}");
+        assert_eq!(info["parentID"], messages[at]["info"]["id"], "{info}");
+        assert_eq!(info["finish"], "stop", "{info}");
+        assert!(
+            kinds[..at].iter().any(|k| k.2 == "EARLY ANSWER"),
+            "{kinds:?}"
+        );
+        assert!(
+            kinds[at + 2..].iter().any(|k| k.2 == "LATER PROMPT"),
+            "{kinds:?}"
+        );
+        assert_eq!(text.matches("SUMMARY OF EARLIER").count(), 1, "{text}");
+        let compaction = &summary.losses.kinds["compaction_rewritten"];
+        assert_eq!(compaction.count, 1, "{compaction:?}");
+        assert!(compaction.first.contains("b1"), "{compaction:?}");
+    }
+
     /// A pi side branch written into another harness begins with its parent's history through
     /// the cut-point (the user's "List files"), and the main session keeps its own: without it,
     /// the branch began with the assistant's answer.

@@ -43,17 +43,21 @@ pub struct Counts {
     /// Codex `compacted` records with a summary: the targets that resume from their own
     /// compaction ([`WRITES_COMPACTION`]) write each as one more (injected) user text.
     pub compactions: usize,
+    /// Claude Code compactions with a summary: a `compact_boundary` beginning a new chain
+    /// followed by its `isCompactSummary` line ([`CLAUDE_COMPACTION_INTO`]).
+    pub claude_compactions: usize,
 }
 
 /// The targets that write a Codex `compacted` record with a summary as their own compaction
 /// (Claude Code's `compact_boundary` and summary line, pi's `compaction` entry): a resume sends
 /// the summary and what follows, not the history before.
-pub const WRITES_COMPACTION: &[&str] = &["claude-code", "pi"];
+pub const WRITES_COMPACTION: &[&str] = &["claude-code", "pi", "opencode"];
 
 /// The targets that write a Claude Code compaction (`pond_codecs::face::is_compact_boundary`)
 /// as their own (Codex: a `compacted` line; pi: a `compaction` entry holding the summary line
-/// after it): a resume sends the summary and what follows, as Claude Code does.
-pub const CLAUDE_COMPACTION_INTO: &[&str] = &["codex", "pi"];
+/// after it; opencode: a `compaction` user message answered by the summary): a resume sends
+/// the summary and what follows, as Claude Code does.
+pub const CLAUDE_COMPACTION_INTO: &[&str] = &["codex", "pi", "opencode"];
 
 /// Whether `m` is a Codex `compacted` record with a summary.
 fn is_summarised_compaction(m: &Message) -> bool {
@@ -112,7 +116,7 @@ impl Counts {
             (codex_summaries && is_summarised_compaction(m))
                 || (claude_boundaries
                     && boundary
-                    && (target != "pi"
+                    && (target == "codex"
                         || message(i + 1)
                             .and_then(pond_codecs::face::compact_summary_text)
                             .is_some()))
@@ -121,6 +125,13 @@ impl Counts {
             return Self::of(&mine);
         };
         let mut c = Self::of(&mine[at + 1..]);
+        if target == "opencode" {
+            // opencode sends its compaction as a user text ("What did we do so far?") answered
+            // by the summary: a Claude Code summary line is that user text, a Codex compaction
+            // adds it.
+            c.assistant_texts += 1;
+            c.assistant_texts_nonblank += 1;
+        }
         if !matches!(&mine[at], Event::Message(m) if is_summarised_compaction(m)) {
             return c;
         }
@@ -151,9 +162,18 @@ impl Counts {
                 }
             }
         }
+        // The sessions whose last message was a Claude Code compaction boundary: a writer
+        // takes the next message of that session as its summary line.
+        let mut boundaries: HashSet<String> = HashSet::new();
         for e in events {
             let Event::Message(m) = e else { continue };
             c.compactions += usize::from(is_summarised_compaction(m));
+            let after_boundary = boundaries.remove(m.session_id().as_str());
+            c.claude_compactions +=
+                usize::from(after_boundary && pond_codecs::face::compact_summary_text(m).is_some());
+            if matches!(m, Message::System(s) if pond_codecs::face::is_compact_boundary(s)) {
+                boundaries.insert(m.session_id().as_str().to_owned());
+            }
             let session = m.session_id().as_str().to_owned();
             let parts = m.parts();
             if matches!(m, Message::User(_))
@@ -613,14 +633,21 @@ pub fn assert_every_foreign_write_is_faithful(target: &'static Codec, conversati
             ));
         }
         let (s, t) = (c.source_counts, c.target_counts);
-        // A compaction written as the target's own reads back as its summary, a user text.
-        let summaries = if WRITES_COMPACTION.contains(&target.name) {
-            s.compactions
-        } else {
-            0
+        // A compaction written as the target's own reads back as its summary: into Claude Code
+        // and pi a user text (a Codex compaction adds one; a Claude Code summary line is one),
+        // into opencode the assistant text answering a compaction message without text (a
+        // Claude Code summary line moves there).
+        let (more_user, fewer_user, more_assistant) = match target.name {
+            "claude-code" | "pi" => (s.compactions, 0, 0),
+            "opencode" => (
+                0,
+                s.claude_compactions,
+                s.compactions + s.claude_compactions,
+            ),
+            _ => (0, 0, 0),
         };
-        let same = s.user_texts + summaries == t.user_texts
-            && s.assistant_texts == t.assistant_texts
+        let same = s.user_texts + more_user == t.user_texts + fewer_user
+            && s.assistant_texts + more_assistant == t.assistant_texts
             && s.tool_calls == t.tool_calls
             && s.paired_results == t.paired_results
             && (!conversational || s.user_conversational == t.user_conversational);

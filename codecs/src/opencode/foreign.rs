@@ -58,6 +58,9 @@ pub(crate) const OPTION_KEYS: &[&str] = &[
 /// The loss of a source record that maps to no message (a carrier): opencode has no form for it.
 pub(crate) const SOURCE_RECORD: &str = "source_record";
 
+/// The loss kind of a compaction written as opencode's own (its other fields dropped).
+const COMPACTED: &str = "compaction_rewritten";
+
 /// The opencode version whose `import` schema this writer targets.
 const OPENCODE_VERSION: &str = "1.18.33";
 
@@ -183,6 +186,9 @@ enum Body {
     StepFinish {
         reason: &'static str,
     },
+    /// A user message's compaction marker: opencode sends a resumed session from the last
+    /// such message whose summary (the assistant message answering it, `summary: true`) ended.
+    Compaction,
 }
 
 /// A tool part's `state`.
@@ -250,6 +256,9 @@ impl Body {
                     .str("reason", reason)
                     .int("cost", 0);
                 zero_tokens(o);
+            }
+            Body::Compaction => {
+                o.str("type", "compaction").bool("auto", true);
             }
         }
     }
@@ -320,6 +329,8 @@ struct MsgOut {
     provider: String,
     model: String,
     parts: Vec<PartOut>,
+    /// An assistant message that is a compaction's summary (opencode's `summary: true`).
+    summary: bool,
 }
 
 /// One foreign session's export document being written (see the module doc, "Streaming").
@@ -358,6 +369,9 @@ pub(crate) struct ForeignDoc {
     last_user: Option<String>,
     provider: String,
     model: String,
+    /// A Claude Code compaction's boundary (its message id), until the message after it shows
+    /// whether it has a summary ([`crate::face::compact_summary_text`]).
+    boundary: Option<String>,
 }
 
 impl ForeignDoc {
@@ -384,11 +398,17 @@ impl ForeignDoc {
     }
 
     fn new_message(&mut self, m: &Message, assistant: bool) -> usize {
+        self.new_message_as(m, assistant, "")
+    }
+
+    /// [`Self::new_message`] for one of several opencode messages made from `m`, told apart by
+    /// `suffix` (ids and part ids are derived from the seed).
+    fn new_message_as(&mut self, m: &Message, assistant: bool, suffix: &str) -> usize {
         // The place of a loss, made into text only for the first of its kind.
         let sid = self.session.id.clone();
         let at = At::of(sid.as_str(), m);
         let (created, counter) = self.tick(millis(m.timestamp()), at);
-        let seed = format!("{}/{}", self.session.id, m.id());
+        let seed = format!("{}/{}{suffix}", self.session.id, m.id());
         let id = oc_id("msg", (created as u128) * 0x1000 + counter, &seed);
         let (parent, provider, model) = if assistant {
             let parent = self
@@ -414,6 +434,7 @@ impl ForeignDoc {
             provider,
             model,
             parts: Vec::new(),
+            summary: false,
         });
         self.held.len() - 1
     }
@@ -431,18 +452,49 @@ impl ForeignDoc {
         // The place of a loss, made into text only for the first of its kind.
         let sid = self.session.id.clone();
         let at = At::of(sid.as_str(), m);
+        if let Some(seed) = self.boundary.take() {
+            if let Some(summary) = crate::face::compact_summary_text(m) {
+                self.compaction(m, &summary);
+                self.losses.record(
+                    COMPACTED,
+                    At::new(sid.as_str(), &seed),
+                    "a Claude Code compaction (a `compact_boundary` line and its \
+                     `isCompactSummary` summary line) is written as opencode's own: a user \
+                     message with a `compaction` part and the summary as the assistant message \
+                     answering it (`summary: true`), so a resume sends them and what follows, \
+                     as Claude Code sends its summary and what follows; the boundary's text and \
+                     `compactMetadata` are left out",
+                );
+                return;
+            }
+            self.boundary_lost(&seed);
+        }
         match m {
             // A system message or a carried record does not end a model response: codex
             // interleaves event records between the reasoning, text and calls of one response.
             Message::System(s) => {
-                if s.carried_record()
-                    .is_some_and(crate::face::is_compaction_record)
-                {
+                let compaction = s
+                    .carried_record()
+                    .filter(|r| crate::face::is_compaction_record(r));
+                if let Some(summary) = compaction.and_then(crate::face::compaction_summary) {
+                    self.compaction(m, summary);
+                    self.losses.record(
+                        COMPACTED,
+                        at,
+                        "a Codex `compacted` record is written as opencode's own compaction: a \
+                         user message with a `compaction` part and the summary as the assistant \
+                         message answering it (`summary: true`), so a resume sends them and what \
+                         follows, as Codex resumes from its summary; the record's other fields \
+                         (`replacement_history`) are left out",
+                    );
+                } else if compaction.is_some() {
                     self.losses.record(
                         crate::face::COMPACTION_LOSS,
                         at,
                         crate::face::compaction_loss_detail("opencode"),
                     );
+                } else if crate::face::is_compact_boundary(s) {
+                    self.boundary = Some(m.id().to_string());
                 } else if s.carried_record().is_some() {
                     self.losses.record(
                         SOURCE_RECORD,
@@ -542,6 +594,34 @@ impl ForeignDoc {
                 }
             }
         }
+    }
+
+    /// opencode's own compaction at `m`: a user message holding a `compaction` part (sent as
+    /// "What did we do so far?") and the assistant message answering it with `summary` as its
+    /// text (`summary: true`, finished): a resumed session is sent from that pair on.
+    fn compaction(&mut self, m: &Message, summary: &str) {
+        self.in_assistant_run = false;
+        let u = self.new_message_as(m, false, "#compaction");
+        self.last_user = Some(self.held[u].id.clone());
+        self.push_part(u, "compaction".to_owned(), Body::Compaction);
+        let a = self.new_message_as(m, true, "#summary");
+        self.held[a].summary = true;
+        let text = Body::Text {
+            text: summary.to_owned(),
+            synthetic: false,
+        };
+        self.push_part(a, "summary".to_owned(), text);
+    }
+
+    /// A Claude Code compaction boundary with no summary after it: a system message, which
+    /// opencode has no place for.
+    fn boundary_lost(&mut self, seed: &str) {
+        let sid = self.session.id.clone();
+        self.losses.record(
+            "system_message",
+            At::new(sid.as_str(), seed),
+            "opencode sessions have no system messages",
+        );
     }
 
     /// Puts a result into the tool part of the call it answers.
@@ -740,8 +820,11 @@ impl ForeignDoc {
                     .str("agent", "build")
                     .object("path", |p| {
                         p.str("cwd", project).str("root", project);
-                    })
-                    .int("cost", 0);
+                    });
+                if m.summary {
+                    o.bool("summary", true);
+                }
+                o.int("cost", 0);
                 zero_tokens(o);
                 o.str("finish", finish);
             } else {
@@ -889,6 +972,7 @@ impl ForeignDoc {
             counter: 0,
             in_assistant_run: false,
             last_user: None,
+            boundary: None,
             provider: String::new(),
             model: String::new(),
         }
@@ -903,6 +987,10 @@ impl ForeignDoc {
     /// closes the document (after `messages`: its `time.updated` and title are known only now).
     pub(crate) fn finish(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
         self.end();
+        // After the prelude's messages are built: the last may be a boundary.
+        if let Some(seed) = self.boundary.take() {
+            self.boundary_lost(&seed);
+        }
         self.buf.extend_from_slice(if self.started {
             b"\n  ],\n  \"info\": "
         } else {

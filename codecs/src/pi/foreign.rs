@@ -737,10 +737,11 @@ impl ForeignFile {
 
     /// The end of the source: whatever is held is written.
     pub(crate) fn finish(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
+        self.end();
+        // After the prelude's messages are built: the last may be a boundary.
         if let Some((seed, _)) = self.boundary.take() {
             self.boundary_lost(&seed);
         }
-        self.end();
         self.write(target)
     }
 }
