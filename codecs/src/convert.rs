@@ -817,6 +817,45 @@ mod tests {
         assert!(compaction.first.contains("b1"), "{compaction:?}");
     }
 
+    /// Back from Codex into Claude Code, the `compacted` line pond wrote (no summary, an empty
+    /// replacement history) is a `compact_boundary` line beginning a new chain: `claude
+    /// --resume` sends the summary and what follows, as before the round trip.
+    #[test]
+    fn a_claude_code_compaction_survives_a_round_trip_through_codex() {
+        let (rollout, _) = claude_compaction_into("codex");
+        let dir = std::env::temp_dir().join(format!("pond-compact-back-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("rollout.jsonl"), rollout).unwrap();
+        let codex = crate::registry::find("codex").unwrap();
+        let claude = crate::registry::find("claude-code").unwrap();
+        let sources = codex.read.unwrap().discover(&dir).unwrap();
+        let (files, summary) = both_ways_written(codex, claude, &sources);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let text = String::from_utf8_lossy(files.values().next().unwrap()).into_owned();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let boundaries: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i]["subtype"] == "compact_boundary")
+            .collect();
+        assert_eq!(boundaries.len(), 1, "{text}");
+        let b = boundaries[0];
+        assert!(lines[b]["parentUuid"].is_null(), "{}", lines[b]);
+        let at = |what: &str| {
+            text.find(what)
+                .unwrap_or_else(|| panic!("no {what}: {text}"))
+        };
+        let boundary = at("compact_boundary");
+        assert!(
+            at("EARLY ANSWER") < boundary && boundary < at("SUMMARY OF EARLIER"),
+            "{text}"
+        );
+        assert!(!text.contains("isCompactSummary"), "{text}");
+        assert_eq!(summary.losses.kinds["compaction_rewritten"].count, 1);
+        assert!(!summary.losses.kinds.contains_key("compaction_summary"));
+    }
+
     /// The same into pi: one `compaction` entry holding the summary (not also a message of its
     /// own: pi would send it twice), after the early turn and before the later one.
     #[test]

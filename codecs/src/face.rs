@@ -269,6 +269,17 @@ pub fn compact_summary_text(message: &Message) -> Option<String> {
     (!text.trim().is_empty()).then_some(text)
 }
 
+/// Whether a Codex `compacted` record ([`is_compaction_record`]) keeps nothing of the history
+/// before it: its `replacement_history` is an empty list (Codex resumes from the items after
+/// it alone), as in the line pond writes for a Claude Code compaction.
+pub fn compaction_clears_history(record: &serde_json::Map<String, serde_json::Value>) -> bool {
+    record
+        .get("payload")
+        .and_then(|p| p.get("replacement_history"))
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(Vec::is_empty)
+}
+
 /// The text of a [`COMPACTION_LOSS`] for a write into `target` (a harness's name).
 pub fn compaction_loss_detail(target: &str) -> String {
     format!(

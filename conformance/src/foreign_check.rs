@@ -59,6 +59,19 @@ pub const WRITES_COMPACTION: &[&str] = &["claude-code", "pi", "opencode"];
 /// the summary and what follows, as Claude Code does.
 pub const CLAUDE_COMPACTION_INTO: &[&str] = &["codex", "pi", "opencode"];
 
+/// Whether `m` is a Codex `compacted` record without a summary that keeps no history
+/// (`pond_codecs::face::compaction_clears_history`): Claude Code's writer makes it a boundary.
+fn clears_history(m: &Message) -> bool {
+    match m {
+        Message::System(s) => s.carried_record().is_some_and(|r| {
+            pond_codecs::face::is_compaction_record(r)
+                && pond_codecs::face::compaction_summary(r).is_none()
+                && pond_codecs::face::compaction_clears_history(r)
+        }),
+        _ => false,
+    }
+}
+
 /// Whether `m` is a Codex `compacted` record with a summary.
 fn is_summarised_compaction(m: &Message) -> bool {
     match m {
@@ -114,6 +127,7 @@ impl Counts {
             let boundary =
                 matches!(m, Message::System(s) if pond_codecs::face::is_compact_boundary(s));
             (codex_summaries && is_summarised_compaction(m))
+                || (target == "claude-code" && clears_history(m))
                 || (claude_boundaries
                     && boundary
                     && (target == "codex"

@@ -562,7 +562,8 @@ impl Stream {
     /// summary as a user line marked `isCompactSummary`, which the lines after it follow. A
     /// resume walks back from the last line to the boundary: it sends the summary and what
     /// follows, not the history before (which stays in the file, as Claude Code keeps it).
-    fn compact(&mut self, summary: &str, timestamp: &str) {
+    /// Without a summary, the boundary alone: a resume sends what follows it.
+    fn compact(&mut self, summary: Option<&str>, timestamp: &str) {
         let uuid = self.next_uuid();
         let out = &mut self.buf;
         out.extend_from_slice(br#"{"parentUuid":null,"logicalParentUuid":"#);
@@ -584,6 +585,9 @@ impl Stream {
         out.push(b'\n');
         self.lines += 1;
         self.prev = Some(uuid);
+        let Some(summary) = summary else {
+            return;
+        };
         let text = Value::String(format!("{COMPACT_SUMMARY_PREFIX}{summary}"));
         self.line_with(
             "user",
@@ -664,12 +668,28 @@ impl Stream {
         if let Some(record) = s.carried_record()
             && crate::face::is_compaction_record(record)
         {
-            match crate::face::compaction_summary(record) {
+            let summary = crate::face::compaction_summary(record);
+            match summary {
+                None if crate::face::compaction_clears_history(record) => {
+                    // Codex keeps nothing before it and says nothing (the `compacted` line
+                    // pond writes for a Claude Code compaction): the boundary alone.
+                    self.end_run();
+                    self.release(true, losses);
+                    self.compact(None, m.timestamp().as_str());
+                    losses.record(
+                        COMPACTED,
+                        self.at(m),
+                        "a Codex `compacted` record with an empty replacement history and no \
+                         summary is written as Claude Code's own compaction: a \
+                         `compact_boundary` line, so a resume sends what follows it, as Codex \
+                         does",
+                    );
+                }
                 Some(summary) => {
                     // What is held before the compaction is final: the boundary follows it.
                     self.end_run();
                     self.release(true, losses);
-                    self.compact(summary, m.timestamp().as_str());
+                    self.compact(Some(summary), m.timestamp().as_str());
                     losses.record(
                         COMPACTED,
                         self.at(m),
