@@ -925,6 +925,51 @@ mod tests {
         assert!(compaction.first.contains("b1"), "{compaction:?}");
     }
 
+    /// An opencode compaction (a user message holding a `compaction` part and the finished
+    /// summary answering it, as the real opencode exported it) written into Claude Code is a
+    /// `compact_boundary` and the summary as an `isCompactSummary` user line, and into pi one
+    /// `compaction` entry holding it; in neither is the summary an assistant text any more.
+    #[test]
+    fn an_opencode_compaction_is_written_as_the_targets_own() {
+        let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
+            "../../shared/fixtures/opencode/harness-generated/import-input-all-part-types.json",
+        );
+        let opencode = crate::registry::find("opencode").unwrap();
+        let sources = opencode.read.unwrap().discover(&file).unwrap();
+        for to in ["claude-code", "pi"] {
+            let (files, summary) =
+                both_ways_written(opencode, crate::registry::find(to).unwrap(), &sources);
+            let text = String::from_utf8_lossy(files.values().next().unwrap()).into_owned();
+            let lines: Vec<serde_json::Value> = text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            let [.., before, last] = lines.as_slice() else {
+                panic!("{to}: {text}");
+            };
+            assert_eq!(
+                text.matches("Summary of conversation so far.").count(),
+                1,
+                "{to}: {text}"
+            );
+            if to == "claude-code" {
+                assert_eq!(before["subtype"], "compact_boundary", "{before}");
+                assert_eq!(last["isCompactSummary"], true, "{last}");
+                assert!(
+                    last.to_string().contains("Summary of conversation so far."),
+                    "{last}"
+                );
+            } else {
+                assert_eq!(last["type"], "compaction", "{last}");
+                assert_eq!(last["summary"], "Summary of conversation so far.", "{last}");
+            }
+            assert_eq!(
+                summary.losses.kinds["compaction_rewritten"].count, 1,
+                "{to}"
+            );
+        }
+    }
+
     /// A pi side branch written into another harness begins with its parent's history through
     /// the cut-point (the user's "List files"), and the main session keeps its own: without it,
     /// the branch began with the assistant's answer.

@@ -280,6 +280,32 @@ pub fn compaction_clears_history(record: &serde_json::Map<String, serde_json::Va
         .is_some_and(Vec::is_empty)
 }
 
+/// The summary of an opencode compaction: the text of a finished assistant message marked
+/// `summary: true` (the answer to a user message holding a `compaction` part), from which
+/// opencode sends a resumed session (opencode.md 5.2), its text parts joined. A foreign writer
+/// whose harness has a compaction of its own writes it there.
+pub fn opencode_summary_text(message: &Message) -> Option<String> {
+    let Message::Assistant(assistant) = message else {
+        return None;
+    };
+    let info = assistant.options.get("opencode")?.get("info")?;
+    let finished = info.get("summary").and_then(serde_json::Value::as_bool) == Some(true)
+        && info.get("finish").is_some_and(serde_json::Value::is_string)
+        && info.get("error").is_none();
+    if !finished {
+        return None;
+    }
+    let text: String = assistant
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            pond_canonical::AssistantPart::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!text.trim().is_empty()).then_some(text)
+}
+
 /// The text of a [`COMPACTION_LOSS`] for a write into `target` (a harness's name).
 pub fn compaction_loss_detail(target: &str) -> String {
     format!(

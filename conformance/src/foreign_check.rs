@@ -46,6 +46,8 @@ pub struct Counts {
     /// Claude Code compactions with a summary: a `compact_boundary` beginning a new chain
     /// followed by its `isCompactSummary` line ([`CLAUDE_COMPACTION_INTO`]).
     pub claude_compactions: usize,
+    /// opencode compactions: finished summary messages ([`OPENCODE_COMPACTION_INTO`]).
+    pub opencode_compactions: usize,
 }
 
 /// The targets that write a Codex `compacted` record with a summary as their own compaction
@@ -58,6 +60,11 @@ pub const WRITES_COMPACTION: &[&str] = &["claude-code", "pi", "opencode"];
 /// after it; opencode: a `compaction` user message answered by the summary): a resume sends
 /// the summary and what follows, as Claude Code does.
 pub const CLAUDE_COMPACTION_INTO: &[&str] = &["codex", "pi", "opencode"];
+
+/// The targets that write an opencode compaction (`pond_codecs::face::opencode_summary_text`)
+/// as their own (Claude Code: a boundary and summary line; pi: a `compaction` entry): a resume
+/// sends the summary, as a user text, and what follows.
+pub const OPENCODE_COMPACTION_INTO: &[&str] = &["claude-code", "pi"];
 
 /// Whether `m` is a Codex `compacted` record without a summary that keeps no history
 /// (`pond_codecs::face::compaction_clears_history`): Claude Code's writer makes it a boundary.
@@ -111,7 +118,8 @@ impl Counts {
     pub fn as_resumed(events: &[Event], session: &str, target: &str) -> Self {
         let codex_summaries = WRITES_COMPACTION.contains(&target);
         let claude_boundaries = CLAUDE_COMPACTION_INTO.contains(&target);
-        if !codex_summaries && !claude_boundaries {
+        let opencode_summaries = OPENCODE_COMPACTION_INTO.contains(&target);
+        if !codex_summaries && !claude_boundaries && !opencode_summaries {
             return Self::of_session(events, session);
         }
         let mine = session_events(events, session);
@@ -127,6 +135,7 @@ impl Counts {
             let boundary =
                 matches!(m, Message::System(s) if pond_codecs::face::is_compact_boundary(s));
             (codex_summaries && is_summarised_compaction(m))
+                || (opencode_summaries && pond_codecs::face::opencode_summary_text(m).is_some())
                 || (target == "claude-code" && clears_history(m))
                 || (claude_boundaries
                     && boundary
@@ -146,7 +155,11 @@ impl Counts {
             c.assistant_texts += 1;
             c.assistant_texts_nonblank += 1;
         }
-        if !matches!(&mine[at], Event::Message(m) if is_summarised_compaction(m)) {
+        // A Codex or opencode summary is written as one more user text (an opencode one in
+        // place of its assistant text, which is before the cut).
+        if !matches!(&mine[at], Event::Message(m) if is_summarised_compaction(m)
+            || pond_codecs::face::opencode_summary_text(m).is_some())
+        {
             return c;
         }
         c.user_messages += 1;
@@ -182,6 +195,8 @@ impl Counts {
         for e in events {
             let Event::Message(m) = e else { continue };
             c.compactions += usize::from(is_summarised_compaction(m));
+            c.opencode_compactions +=
+                usize::from(pond_codecs::face::opencode_summary_text(m).is_some());
             let after_boundary = boundaries.remove(m.session_id().as_str());
             c.claude_compactions +=
                 usize::from(after_boundary && pond_codecs::face::compact_summary_text(m).is_some());
@@ -648,20 +663,27 @@ pub fn assert_every_foreign_write_is_faithful(target: &'static Codec, conversati
         }
         let (s, t) = (c.source_counts, c.target_counts);
         // A compaction written as the target's own reads back as its summary: into Claude Code
-        // and pi a user text (a Codex compaction adds one; a Claude Code summary line is one),
-        // into opencode the assistant text answering a compaction message without text (a
-        // Claude Code summary line moves there).
-        let (more_user, fewer_user, more_assistant) = match target.name {
-            "claude-code" | "pi" => (s.compactions, 0, 0),
+        // and pi a user text (a Codex compaction adds one; a Claude Code summary line is one;
+        // an opencode summary moves there from the assistant texts), into opencode the
+        // assistant text answering a compaction message without text (a Claude Code summary
+        // line moves there). Source counts plus these, target counts plus those.
+        let (s_user, t_user, s_assistant, t_assistant) = match target.name {
+            "claude-code" | "pi" => (
+                s.compactions + s.opencode_compactions,
+                0,
+                0,
+                s.opencode_compactions,
+            ),
             "opencode" => (
                 0,
                 s.claude_compactions,
                 s.compactions + s.claude_compactions,
+                0,
             ),
-            _ => (0, 0, 0),
+            _ => (0, 0, 0, 0),
         };
-        let same = s.user_texts + more_user == t.user_texts + fewer_user
-            && s.assistant_texts + more_assistant == t.assistant_texts
+        let same = s.user_texts + s_user == t.user_texts + t_user
+            && s.assistant_texts + s_assistant == t.assistant_texts + t_assistant
             && s.tool_calls == t.tool_calls
             && s.paired_results == t.paired_results
             && (!conversational || s.user_conversational == t.user_conversational);

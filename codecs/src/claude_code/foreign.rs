@@ -459,6 +459,21 @@ impl Stream {
         if let Some(model) = find_model(m.options(), 4) {
             self.model = Some(model);
         }
+        if let Some(summary) = crate::face::opencode_summary_text(m) {
+            // An opencode compaction: what is held before it is final, the boundary follows.
+            self.end_run();
+            self.release(true, losses);
+            self.compact(Some(summary.as_str()), m.timestamp().as_str());
+            losses.record(
+                COMPACTED,
+                self.at(m),
+                "an opencode compaction (the summary answering its `compaction` message) is \
+                 written as Claude Code's own: a `compact_boundary` line and the summary as an \
+                 `isCompactSummary` user line, so a resume sends the summary and what follows, \
+                 as opencode does",
+            );
+            return;
+        }
         match m {
             Message::Assistant(_) => self.assistant(m, losses),
             // Records written as nothing (carriers, system text) do not end a response.

@@ -333,6 +333,22 @@ impl ForeignFile {
             }
             self.boundary_lost(&seed);
         }
+        if let Some(summary) = crate::face::opencode_summary_text(m) {
+            // An opencode compaction: pi's own, after what is held before it.
+            while self.held.front().is_some() {
+                self.write_front();
+            }
+            self.in_assistant_run = false;
+            self.compaction(m.id().as_str(), ms, &summary);
+            self.losses.record(
+                COMPACTED,
+                at,
+                "an opencode compaction (the summary answering its `compaction` message) is \
+                 written as pi's own `compaction` entry (nothing before it kept), so a resume \
+                 sends the summary and what follows, as opencode does",
+            );
+            return;
+        }
         match m {
             // A system message or a carried record does not end a model response: codex
             // interleaves event records between the reasoning, text and calls of one response.
