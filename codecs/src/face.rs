@@ -228,12 +228,7 @@ pub fn compaction_summary(record: &serde_json::Map<String, serde_json::Value>) -
 /// A foreign writer whose harness has a compaction of its own writes it there (Codex: a
 /// `compacted` line).
 pub fn is_compact_boundary(system: &pond_canonical::SystemMessage) -> bool {
-    let Some(envelope) = system
-        .options
-        .get("source")
-        .and_then(|s| s.get("envelope"))
-        .and_then(serde_json::Value::as_object)
-    else {
+    let Some(envelope) = claude_envelope(&system.options) else {
         return false;
     };
     let str_of = |key: &str| envelope.get(key).and_then(serde_json::Value::as_str);
@@ -248,21 +243,27 @@ pub fn compact_summary_text(message: &Message) -> Option<String> {
     let Message::User(user) = message else {
         return None;
     };
-    let marked = user
-        .options
-        .get("source")
-        .and_then(|s| s.get("envelope"))
+    let marked = claude_envelope(&user.options)
         .and_then(|e| e.get("isCompactSummary"))
         .and_then(serde_json::Value::as_bool)
         == Some(true);
-    if !marked {
-        return None;
-    }
-    let text: String = user
-        .content
-        .iter()
+    marked.then(|| summary_text(message)).flatten()
+}
+
+/// The envelope members the Claude Code reader keeps in a message's `options.source.envelope`.
+fn claude_envelope(
+    options: &pond_canonical::Options,
+) -> Option<&serde_json::Map<String, serde_json::Value>> {
+    options.get("source")?.get("envelope")?.as_object()
+}
+
+/// A summary message's text parts joined, unless blank.
+fn summary_text(message: &Message) -> Option<String> {
+    let text: String = message
+        .part_refs()
+        .into_iter()
         .filter_map(|p| match p {
-            pond_canonical::UserPart::Text(t) => Some(t.text.as_str()),
+            pond_canonical::PartRef::Text(t) => Some(t.text.as_str()),
             _ => None,
         })
         .collect();
@@ -292,18 +293,7 @@ pub fn opencode_summary_text(message: &Message) -> Option<String> {
     let finished = info.get("summary").and_then(serde_json::Value::as_bool) == Some(true)
         && info.get("finish").is_some_and(serde_json::Value::is_string)
         && info.get("error").is_none();
-    if !finished {
-        return None;
-    }
-    let text: String = assistant
-        .content
-        .iter()
-        .filter_map(|p| match p {
-            pond_canonical::AssistantPart::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect();
-    (!text.trim().is_empty()).then_some(text)
+    finished.then(|| summary_text(message)).flatten()
 }
 
 /// The text of a [`COMPACTION_LOSS`] for a write into `target` (a harness's name).

@@ -460,10 +460,8 @@ impl Stream {
             self.model = Some(model);
         }
         if let Some(summary) = crate::face::opencode_summary_text(m) {
-            // An opencode compaction: what is held before it is final, the boundary follows.
-            self.end_run();
-            self.release(true, losses);
-            self.compact(Some(summary.as_str()), m.timestamp().as_str());
+            // An opencode compaction.
+            self.compact(Some(summary.as_str()), m.timestamp().as_str(), losses);
             losses.record(
                 COMPACTED,
                 self.at(m),
@@ -578,7 +576,10 @@ impl Stream {
     /// resume walks back from the last line to the boundary: it sends the summary and what
     /// follows, not the history before (which stays in the file, as Claude Code keeps it).
     /// Without a summary, the boundary alone: a resume sends what follows it.
-    fn compact(&mut self, summary: Option<&str>, timestamp: &str) {
+    /// What is held before it is final first: the boundary follows it.
+    fn compact(&mut self, summary: Option<&str>, timestamp: &str, losses: &mut Losses) {
+        self.end_run();
+        self.release(true, losses);
         let uuid = self.next_uuid();
         let out = &mut self.buf;
         out.extend_from_slice(br#"{"parentUuid":null,"logicalParentUuid":"#);
@@ -688,9 +689,7 @@ impl Stream {
                 None if crate::face::compaction_clears_history(record) => {
                     // Codex keeps nothing before it and says nothing (the `compacted` line
                     // pond writes for a Claude Code compaction): the boundary alone.
-                    self.end_run();
-                    self.release(true, losses);
-                    self.compact(None, m.timestamp().as_str());
+                    self.compact(None, m.timestamp().as_str(), losses);
                     losses.record(
                         COMPACTED,
                         self.at(m),
@@ -701,10 +700,7 @@ impl Stream {
                     );
                 }
                 Some(summary) => {
-                    // What is held before the compaction is final: the boundary follows it.
-                    self.end_run();
-                    self.release(true, losses);
-                    self.compact(Some(summary), m.timestamp().as_str());
+                    self.compact(Some(summary), m.timestamp().as_str(), losses);
                     losses.record(
                         COMPACTED,
                         self.at(m),

@@ -315,10 +315,6 @@ impl ForeignFile {
             if let Some(summary) = crate::face::compact_summary_text(m) {
                 // A Claude Code compaction: pi's own, the summary in the entry (not a message
                 // of its own, which pi would send twice).
-                while self.held.front().is_some() {
-                    self.write_front();
-                }
-                self.in_assistant_run = false;
                 self.compaction(&seed, at_ms, &summary);
                 self.losses.record(
                     COMPACTED,
@@ -334,11 +330,7 @@ impl ForeignFile {
             self.boundary_lost(&seed);
         }
         if let Some(summary) = crate::face::opencode_summary_text(m) {
-            // An opencode compaction: pi's own, after what is held before it.
-            while self.held.front().is_some() {
-                self.write_front();
-            }
-            self.in_assistant_run = false;
+            // An opencode compaction: pi's own.
             self.compaction(m.id().as_str(), ms, &summary);
             self.losses.record(
                 COMPACTED,
@@ -357,11 +349,6 @@ impl ForeignFile {
                     .carried_record()
                     .filter(|r| crate::face::is_compaction_record(r));
                 if let Some(summary) = compaction.and_then(crate::face::compaction_summary) {
-                    // What is held before it is final: the compaction follows it.
-                    while self.held.front().is_some() {
-                        self.write_front();
-                    }
-                    self.in_assistant_run = false;
                     self.compaction(m.id().as_str(), ms, summary);
                     self.losses.record(
                         COMPACTED,
@@ -725,7 +712,12 @@ impl ForeignFile {
     /// its summary and the entries after it. `firstKeptEntryId` is its own id, which no entry
     /// before it has, so nothing before it is sent (pi's `buildSessionContext` sends the
     /// entries from that id up to the compaction).
+    /// What is held before it is final first: the compaction follows it.
     fn compaction(&mut self, seed: &str, ms: i64, summary: &str) {
+        while self.held.front().is_some() {
+            self.write_front();
+        }
+        self.in_assistant_run = false;
         self.begin_entry(b"\"compaction\"", seed, ms);
         let out = &mut self.buf;
         field(out, b",\"summary\":", summary);
