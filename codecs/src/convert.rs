@@ -754,6 +754,12 @@ mod tests {
         assert!(lines[2].contains("c.jsonl"), "{lines:#?}");
     }
 
+    /// Where `what` first occurs in a written file; the test fails naming it if it does not.
+    fn place_in(text: &str, what: &str) -> usize {
+        text.find(what)
+            .unwrap_or_else(|| panic!("no {what}: {text}"))
+    }
+
     /// A Claude Code session with a compaction (a `compact_boundary` beginning a new chain and
     /// its `isCompactSummary` line) between an early and a later turn, then a boundary that
     /// continues its chain (`NOT A CUT`), converted into `to`: the file written and the summary.
@@ -796,10 +802,7 @@ mod tests {
     #[test]
     fn a_claude_code_compaction_is_written_as_codexs_own() {
         let (text, summary) = claude_compaction_into("codex");
-        let at = |what: &str| {
-            text.find(what)
-                .unwrap_or_else(|| panic!("no {what}: {text}"))
-        };
+        let at = |what: &str| place_in(&text, what);
         let compacted = r#""type":"compacted","payload":{"message":"","replacement_history":[]}"#;
         assert_eq!(text.matches(r#""type":"compacted""#).count(), 1, "{text}");
         assert!(at("EARLY ANSWER") < at(compacted), "{text}");
@@ -842,10 +845,7 @@ mod tests {
         assert_eq!(boundaries.len(), 1, "{text}");
         let b = boundaries[0];
         assert!(lines[b]["parentUuid"].is_null(), "{}", lines[b]);
-        let at = |what: &str| {
-            text.find(what)
-                .unwrap_or_else(|| panic!("no {what}: {text}"))
-        };
+        let at = |what: &str| place_in(&text, what);
         let boundary = at("compact_boundary");
         assert!(
             at("EARLY ANSWER") < boundary && boundary < at("SUMMARY OF EARLIER"),
@@ -861,10 +861,7 @@ mod tests {
     #[test]
     fn a_claude_code_compaction_is_written_as_pis_own() {
         let (text, summary) = claude_compaction_into("pi");
-        let at = |what: &str| {
-            text.find(what)
-                .unwrap_or_else(|| panic!("no {what}: {text}"))
-        };
+        let at = |what: &str| place_in(&text, what);
         assert_eq!(text.matches(r#""type":"compaction""#).count(), 1, "{text}");
         assert_eq!(text.matches("SUMMARY OF EARLIER").count(), 1, "{text}");
         assert!(at("EARLY ANSWER") < at(r#""type":"compaction""#), "{text}");
