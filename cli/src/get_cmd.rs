@@ -28,7 +28,8 @@ pub enum Mode {
 pub struct GetArgs {
     #[command(flatten)]
     data: DataArgs,
-    /// The session id (as `pond sessions` lists it).
+    /// The session id (as `pond sessions` lists it), or its first characters (at least 4)
+    /// when no other stored id begins with them.
     session: String,
     /// How much of each message to show (session mode).
     #[arg(long, value_enum, default_value_t = Mode::Conversational)]

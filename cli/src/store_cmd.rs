@@ -204,7 +204,8 @@ pub struct StatusArgs {
 pub struct RestoreArgs {
     #[command(flatten)]
     data: DataArgs,
-    /// The session id.
+    /// The session id (as `pond sessions` lists it), or its first characters (at least 4)
+    /// when no other stored id begins with them.
     session: String,
     /// The codec to write with.
     #[arg(long, value_name = "CODEC")]
@@ -719,10 +720,15 @@ pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
         Ok(l) => l,
         Err(e) => return opened.fail("restore", e),
     };
+    // The session the argument names (it may be the start of the id): lineage's first event.
+    let session = match events.first() {
+        Some(pond_canonical::Event::Session(s)) => s.id.to_string(),
+        _ => args.session.clone(),
+    };
     // A sub-agent restored on its own: the harness resumes its parent, which is not written.
     let spawned_by = events.iter().find_map(|e| match e {
         pond_canonical::Event::Session(s)
-            if s.id.as_str() == args.session && s.parent_message_id.is_none() =>
+            if s.id.as_str() == session && s.parent_message_id.is_none() =>
         {
             s.parent_session_id.clone()
         }
@@ -759,7 +765,7 @@ pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
         );
     }
     let mut out = DirOutput::new(&root);
-    let unit = format!("session {}", args.session);
+    let unit = format!("session {session}");
     let mut summary = match pond_codecs::convert::write_events(to, layout, &unit, events, &mut out)
     {
         Ok(s) => s,
@@ -817,7 +823,7 @@ pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
             // write: restoring the parent writes both, and resumes.
             eprintln!(
                 "pond restore: {} is a sub-agent of {}; restore {} to resume it with its parent",
-                escape(&args.session),
+                escape(&session),
                 escape(parent.as_str()),
                 escape(parent.as_str())
             );

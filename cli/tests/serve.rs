@@ -98,6 +98,41 @@ async fn every_error_code_from_a_real_request() {
     )
     .await;
     assert_error(&a, 404, "not_found");
+    // A session named by the start of its id (the shortest start of 4 or more characters no
+    // other stored id has); a start too short to name one is a not_found naming the candidates.
+    let ids: Vec<String> = store
+        .list(None, None, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    let full = &ids[0];
+    let start = (4..=full.len())
+        .map(|n| &full[..n])
+        .find(|p| ids.iter().filter(|i| i.starts_with(p)).count() == 1)
+        .unwrap();
+    let a = post(
+        addr,
+        "/v1/get",
+        &json!({"protocol_version": 1, "session_id": start}),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["session"]["id"], full.as_str(), "{}", a.body);
+    let a = post(
+        addr,
+        "/v1/get",
+        &json!({"protocol_version": 1, "session_id": &full[..2]}),
+    )
+    .await;
+    assert_error(&a, 404, "not_found");
+    let candidates = &a.body["error"]["details"]["candidates"];
+    assert!(
+        candidates.as_array().unwrap().contains(&json!(full)),
+        "{}",
+        a.body
+    );
     let a = call(addr, "GET", "/v2/everything", None).await;
     assert_error(&a, 404, "not_found");
 

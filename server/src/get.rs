@@ -24,7 +24,8 @@ pub struct GetRequest {
     /// The tenant namespace; omit it for the personal pond.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
-    /// The session, as a search result or `pond sessions` names it.
+    /// The session, as a search result or `pond sessions` names it; or the start of its id (at
+    /// least 4 characters) when no other stored id begins with it.
     pub session_id: String,
     /// Session mode: `conversational` (the default: what the user and the model said, with a
     /// summary of each message's parts), `complete` (every message, tool and system ones too),
@@ -89,11 +90,12 @@ pub async fn pond_get(pond: &Pond, request: GetRequest) -> Result<GetResponse, P
         budget_bytes: DEFAULT_BUDGET_BYTES,
     };
     pond_store::get::get(&store, &inner).await.map_err(|e| match e {
-        GetError::SessionNotFound(id) => PondError::new(
+        GetError::SessionNotFound { id, candidates } => PondError::new(
             ErrorCode::NotFound,
-            format!("no stored session {id}"),
+            candidates.message(&id),
         )
-        .with("session_id", id),
+        .with("session_id", id)
+        .with("candidates", candidates.ids),
         GetError::MessageNotFound { session, message } => PondError::new(
             ErrorCode::NotFound,
             format!("session {session} has no message {message}"),

@@ -8,7 +8,7 @@
 //! stops before the first one that would pass the budget. The caller pages on by passing the last
 //! id it got as `after_id` while `messages_remaining` / `target_parts_remaining` is non-zero.
 
-use crate::sessions::SessionStore;
+use crate::sessions::{IdCandidates, SessionStore};
 use crate::substrate::StoreError;
 use pond_canonical::{Message, PartRef, Provenance, Session};
 use schemars::JsonSchema;
@@ -165,8 +165,12 @@ pub enum GetResponse {
 /// Why a get could not be answered.
 #[derive(Debug)]
 pub enum GetError {
-    /// No stored session has this id.
-    SessionNotFound(String),
+    /// No stored session has this id, nor is it the start of exactly one stored id; the ids that
+    /// begin with it are named.
+    SessionNotFound {
+        id: String,
+        candidates: IdCandidates,
+    },
     /// The session has no message with this id.
     MessageNotFound { session: String, message: String },
     /// `after_id` names nothing on this path (a message id in session mode, a part id of the
@@ -187,7 +191,9 @@ impl GetError {
     /// The message as it is made, before its control characters are escaped.
     fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::SessionNotFound(id) => write!(f, "no stored session {id}"),
+            Self::SessionNotFound { id, candidates } => {
+                write!(f, "{}", candidates.message(id))
+            }
             Self::MessageNotFound { session, message } => {
                 write!(f, "session {session} has no message {message}")
             }
@@ -209,12 +215,22 @@ impl From<StoreError> for GetError {
 
 /// Loads the session `request` names and answers with one page.
 pub async fn get(store: &SessionStore, request: &GetRequest) -> Result<GetResponse, GetError> {
+    let id = store
+        .resolve_session_id(&request.session_id)
+        .await?
+        .map_err(|candidates| GetError::SessionNotFound {
+            id: request.session_id.clone(),
+            candidates,
+        })?;
     let session = store
-        .session_and_children(&request.session_id)
+        .session_and_children(&id)
         .await?
         .into_iter()
-        .find(|s| s.id.as_str() == request.session_id)
-        .ok_or_else(|| GetError::SessionNotFound(request.session_id.clone()))?;
+        .find(|s| s.id.as_str() == id)
+        .ok_or_else(|| GetError::SessionNotFound {
+            id: request.session_id.clone(),
+            candidates: IdCandidates::default(),
+        })?;
     let messages: Vec<Message> = store
         .load_messages(session.id.as_str())
         .await?

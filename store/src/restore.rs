@@ -1,7 +1,7 @@
 //! Restore's read side (spec 6.2): a stored session with every child session that names it,
 //! in canonical form, ready for any codec's write face.
 
-use crate::sessions::SessionStore;
+use crate::sessions::{IdCandidates, SessionStore};
 use crate::substrate::StoreError;
 use pond_canonical::{Event, Message};
 use std::collections::{HashMap, HashSet};
@@ -10,8 +10,12 @@ use std::fmt;
 /// Why a session cannot be restored.
 #[derive(Debug)]
 pub enum RestoreError {
-    /// No stored session has this id.
-    NotFound(String),
+    /// No stored session has this id, nor is it the start of exactly one stored id; the ids that
+    /// begin with it are named.
+    NotFound {
+        id: String,
+        candidates: IdCandidates,
+    },
     /// A child session has children of its own: the v1 graph is one level deep, and a deeper one
     /// is refused rather than restored in part (adapter-lineage-complete-restore).
     TooDeep { session: String, child: String },
@@ -30,7 +34,7 @@ impl RestoreError {
     /// The message as it is made, before its control characters are escaped.
     fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::NotFound(id) => write!(f, "no stored session {id}"),
+            Self::NotFound { id, candidates } => write!(f, "{}", candidates.message(id)),
             Self::TooDeep { session, child } => write!(
                 f,
                 "session {session}'s child {child} has children of its own; lineage deeper than one level is not restorable in v1"
@@ -49,7 +53,8 @@ impl From<StoreError> for RestoreError {
 }
 
 /// `id` and its child sessions as one canonical event stream (adapter-lineage-complete-restore):
-/// every `Session` first, then every message in the order the source emitted them (`seq`), so a
+/// every `Session` first (the one `id` names the very first: `id` may be the start of its id,
+/// [`SessionStore::resolve_session_id`]), then every message in the order the source emitted them (`seq`), so a
 /// native write puts a child's lines back where they were when parent and child shared a file.
 ///
 /// `replay_into_forks`: for a write into another harness (the target codec's brand, so that
@@ -63,9 +68,20 @@ pub async fn lineage(
     id: &str,
     replay_into_forks: Option<&str>,
 ) -> Result<Vec<Event>, RestoreError> {
+    let given = id;
+    let id = &store
+        .resolve_session_id(given)
+        .await?
+        .map_err(|candidates| RestoreError::NotFound {
+            id: given.to_owned(),
+            candidates,
+        })?;
     let mut sessions = store.session_and_children(id).await?;
     let Some(pos) = sessions.iter().position(|s| s.id.as_str() == id) else {
-        return Err(RestoreError::NotFound(id.to_owned()));
+        return Err(RestoreError::NotFound {
+            id: given.to_owned(),
+            candidates: IdCandidates::default(),
+        });
     };
     let root = sessions.remove(pos);
     sessions.sort_by(|a, b| {

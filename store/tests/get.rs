@@ -161,9 +161,51 @@ async fn pages_cover_the_session_and_message_mode_pages_parts() {
     // Typed errors.
     let missing = get(&store, &GetRequest::session("no-such-session")).await;
     assert!(
-        matches!(missing, Err(GetError::SessionNotFound(_))),
+        matches!(missing, Err(GetError::SessionNotFound { .. })),
         "{missing:?}"
     );
+    // A session is named by the start of its id too (at least 4 characters); its children,
+    // whose ids begin with its whole id, do not make that ambiguous.
+    let root = "258c7280-ae70-4798-800f-63464d01a85d";
+    let named = |given: String| {
+        let store = &store;
+        async move {
+            match get(store, &GetRequest::session(given)).await {
+                Ok(GetResponse::Session(page)) => Ok(page.session.id),
+                Ok(GetResponse::Message(_)) => panic!("session mode answered with a message page"),
+                Err(e) => Err(e),
+            }
+        }
+    };
+    for given in ["258c", "258c7280-ae70", root, "shor"] {
+        let want = if given == "shor" { "short" } else { root };
+        assert_eq!(named(given.into()).await.unwrap(), want, "{given}");
+    }
+    let child = format!("{root}/agent-a881341");
+    assert_eq!(named(format!("{root}/agent-a8")).await.unwrap(), child);
+    // Too short a start, and a start two children share: typed errors naming the candidates.
+    let Err(GetError::SessionNotFound { id, candidates }) = named("258".into()).await else {
+        panic!("a 3-character start named a session");
+    };
+    assert_eq!((id.as_str(), candidates.total), ("258", 3));
+    assert_eq!(candidates.ids[0], root);
+    let message = candidates.message(&id);
+    assert!(message.contains("at least 4 characters"), "{message}");
+    let Err(GetError::SessionNotFound { id, candidates }) = named(format!("{root}/agent-a")).await
+    else {
+        panic!("a start two sessions share named one");
+    };
+    assert_eq!(
+        candidates.ids,
+        [child.clone(), format!("{root}/agent-acompact-fffbd0")]
+    );
+    let message = candidates.message(&id);
+    assert!(message.ends_with("give more of the id"), "{message}");
+    let Err(GetError::SessionNotFound { candidates, .. }) = named("zzzz".into()).await else {
+        panic!("an id nothing begins with named a session");
+    };
+    assert_eq!(candidates.total, 0);
+
     let bad_after = get(
         &store,
         &GetRequest {

@@ -277,6 +277,13 @@ async fn a_fork_restored_into_another_harness_carries_its_parents_history() {
         })
         .collect();
     assert!(!forks.is_empty(), "the fixture has a branch");
+    // Named by the start of its id: the same lineage (the forks' ids, which begin with the main
+    // line's, do not make the start ambiguous).
+    assert!(forks.iter().all(|f| f.id.as_str().starts_with(&main.id)));
+    let by_start = pond_store::restore::lineage(&store, &main.id[..6], Some("pi"))
+        .await
+        .unwrap();
+    assert_eq!(by_start, native);
     let foreign = pond_store::restore::lineage(&store, &main.id, Some("claude-code"))
         .await
         .unwrap();

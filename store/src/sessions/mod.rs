@@ -160,6 +160,49 @@ pub struct IndexUpdate {
 }
 
 /// `s` as a SQL string literal.
+/// The fewest characters of a session id that name a session by its start
+/// ([`SessionStore::resolve_session_id`]).
+pub const MIN_ID_PREFIX: usize = 4;
+
+/// How many ids beginning with a given prefix an error names.
+pub const ID_CANDIDATES: usize = 5;
+
+/// The stored ids that begin with an id no session has: none, several, or one too short a
+/// start to be taken for it ([`SessionStore::resolve_session_id`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IdCandidates {
+    /// The first [`ID_CANDIDATES`] of them, sorted.
+    pub ids: Vec<String>,
+    /// How many there are.
+    pub total: usize,
+}
+
+impl IdCandidates {
+    /// The message of an error about `given`, which names no stored session.
+    pub fn message(&self, given: &str) -> String {
+        let mut s = format!("no stored session {given}");
+        if self.total == 0 {
+            return s;
+        }
+        let ids = self.ids.join(", ");
+        match self.total {
+            1 => s.push_str(&format!("; one id begins with it: {ids}")),
+            n => s.push_str(&format!("; {n} ids begin with it: {ids}")),
+        }
+        if self.total > self.ids.len() {
+            s.push_str(&format!(" and {} more", self.total - self.ids.len()));
+        }
+        if given.chars().count() < MIN_ID_PREFIX {
+            s.push_str(&format!(
+                "; a session is named by its id or at least {MIN_ID_PREFIX} characters of its start"
+            ));
+        } else {
+            s.push_str("; give more of the id");
+        }
+        s
+    }
+}
+
 pub(crate) fn sql_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
@@ -557,6 +600,60 @@ impl SessionStore {
             );
         }
         Ok(out)
+    }
+
+    /// The stored session a person's `given` id names: the session with exactly that id, else
+    /// the one session whose id begins with it when `given` has at least [`MIN_ID_PREFIX`]
+    /// characters (ids are long; a person copies the start of one, as with git's commits). The
+    /// ids of that session's children, which begin with its whole id, do not make it ambiguous.
+    /// Otherwise `Err` with the ids that begin with `given`, for the error to name.
+    pub async fn resolve_session_id(
+        &self,
+        given: &str,
+    ) -> Result<Result<String, IdCandidates>, StoreError> {
+        let q = sql_quote(given);
+        let exact = self
+            .substrate
+            .scan(&schema::SESSIONS, |s| {
+                s.filter(&format!("id = {q}"))?;
+                s.project(&["id"])?;
+                s.limit(Some(1), None)?;
+                Ok(())
+            })
+            .await?;
+        if exact.iter().any(|b| b.num_rows() > 0) {
+            return Ok(Ok(given.to_owned()));
+        }
+        if given.is_empty() {
+            return Ok(Err(IdCandidates::default()));
+        }
+        let batches = self
+            .substrate
+            .scan(&schema::SESSIONS, |s| {
+                s.filter(&format!("starts_with(id, {q})"))?;
+                s.project(&["id"])?;
+                Ok(())
+            })
+            .await?;
+        let mut ids = Vec::new();
+        for b in &batches {
+            if let Some(col) = b.column_by_name("id") {
+                ids.extend((0..b.num_rows()).filter_map(|i| rows::string_at(col.as_ref(), i)));
+            }
+        }
+        ids.sort();
+        ids.dedup();
+        // A session's children are named under its id (`<id>/agent-...`): a start of the
+        // parent's id that they share names the parent, as one that only it has would.
+        let one = ids
+            .first()
+            .is_some_and(|first| ids.iter().all(|i| i.starts_with(first.as_str())));
+        if one && given.chars().count() >= MIN_ID_PREFIX {
+            return Ok(Ok(ids.remove(0)));
+        }
+        let total = ids.len();
+        ids.truncate(ID_CANDIDATES);
+        Ok(Err(IdCandidates { ids, total }))
     }
 
     /// Whether any stored session names `id` as its parent (for the depth-one check).
