@@ -209,7 +209,7 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
             let mut out = DirOutput::new(dir);
             let r = convert_with_project(from, to, layout, &input, project, &mut out, &mut tick);
             finish_with(r, out.finish()).map(|mut summary| {
-                summary.keep_created(out.written());
+                summary.keep_delivered(&out);
                 summary
             })
         }
@@ -476,6 +476,17 @@ fn print_summary(from: &Codec, to: &Codec, s: &Summary, json: bool, stdout_free:
             loss.count,
             escape_controls(&loss.first),
             escape_controls(&loss.detail)
+        );
+    }
+    print_unchanged(s);
+}
+
+/// The files a run found written already, as it would write them (left as they were).
+pub(crate) fn print_unchanged(s: &Summary) {
+    for file in &s.unchanged {
+        eprintln!(
+            "  unchanged: {} (there already, byte for byte as this run writes it)",
+            escape_controls(file)
         );
     }
 }

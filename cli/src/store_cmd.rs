@@ -774,7 +774,7 @@ pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
     if let Err(e) = out.finish() {
         return fail("restore", e);
     }
-    summary.keep_created(out.written());
+    summary.keep_delivered(&out);
     // opencode's sessions are imported, not written where it reads (`convert --install` too).
     let installed = if args.install {
         crate::convert::hand_to_harness(to, &root, &mut summary)
@@ -796,6 +796,7 @@ pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
                 escape(&loss.detail)
             );
         }
+        crate::convert::print_unchanged(&summary);
         if summary.write_errors.is_empty() {
             eprintln!(
                 "restored {} sessions ({} native, {} foreign), {} messages into {}",

@@ -137,7 +137,7 @@ fn claude_store(scratch: &Path) -> std::path::PathBuf {
 const WITH_SUBAGENTS: &str = "5c0375b4-57a5-4f26-b12d-d022ee4e51b7";
 
 #[test]
-fn a_second_restore_into_a_harness_says_it_wrote_nothing() {
+fn a_second_restore_into_a_harness_is_done_or_says_it_wrote_nothing() {
     let scratch = tempfile::tempdir().unwrap();
     let data = claude_store(scratch.path());
     let config = scratch.path().join("claude");
@@ -172,9 +172,43 @@ fn a_second_restore_into_a_harness_says_it_wrote_nothing() {
         "{stdout}"
     );
 
-    // Nothing is overwritten, and nothing is claimed: no resume command, no "restored".
+    // Restored again unchanged: the files are there as this restore writes them, so it is done,
+    // the files left as they were, the one resume command said again.
+    // <config>/projects/<the project's folder>/<id>.jsonl
+    let main_file = std::fs::read_dir(config.join("projects"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join(format!("{WITH_SUBAGENTS}.jsonl")))
+        .find(|f| f.is_file())
+        .expect("the session's file");
+    let bytes = std::fs::read(&main_file).unwrap();
+    let same = restore(false);
+    assert!(same.status.success(), "{same:?}");
+    let (out, err) = (
+        String::from_utf8_lossy(&same.stdout),
+        String::from_utf8_lossy(&same.stderr),
+    );
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.contains("claude --resume"))
+            .count(),
+        1,
+        "{out}"
+    );
+    // One line per file (a sidechain sub-agent shares its parent's file).
+    let files = std::fs::read_dir(main_file.parent().unwrap())
+        .unwrap()
+        .count();
+    assert_eq!(err.matches("unchanged: ").count(), files, "{err}");
+    assert_eq!(std::fs::read(&main_file).unwrap(), bytes);
+
+    // Resumed in Claude Code (its file grew): nothing is overwritten, and nothing is claimed,
+    // the sub-agents' files that did not change included: no resume command, no "restored".
+    let mut resumed = bytes.clone();
+    resumed.extend_from_slice(b"{\"type\":\"summary\",\"summary\":\"resumed\"}\n");
+    std::fs::write(&main_file, &resumed).unwrap();
     let again = restore(false);
     assert_eq!(again.status.code(), Some(1), "{again:?}");
+    assert_eq!(std::fs::read(&main_file).unwrap(), resumed);
     let (out, err) = (
         String::from_utf8_lossy(&again.stdout),
         String::from_utf8_lossy(&again.stderr),

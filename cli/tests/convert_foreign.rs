@@ -198,7 +198,7 @@ fn install_into_pi_writes_where_pi_session_dir_points() {
 }
 
 #[test]
-fn install_writes_where_claude_looks_prints_resume_and_never_overwrites() {
+fn install_writes_where_claude_looks_prints_resume_and_never_overwrites_what_differs() {
     let home = tempfile::tempdir().unwrap();
     let run = || {
         pond()
@@ -223,19 +223,39 @@ fn install_writes_where_claude_looks_prints_resume_and_never_overwrites() {
             .any(|f| f.file_name().unwrap().to_string_lossy() == format!("{id}.jsonl")),
         "{files:?}"
     );
-    // A second install of the same session refuses to overwrite it.
+    let installed = files
+        .iter()
+        .find(|f| f.file_name().unwrap().to_string_lossy() == format!("{id}.jsonl"))
+        .unwrap();
+    let bytes = std::fs::read(installed).unwrap();
+    // A second install of the same session finds it there as it would write it: done, the file
+    // left as it was, the same resume command.
     let again = run();
-    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(text(&again).contains("unchanged: "), "{}", text(&again));
     assert!(
-        text(&again).contains("pond does not overwrite"),
+        String::from_utf8_lossy(&again.stdout).contains(resume),
         "{}",
         text(&again)
     );
+    assert_eq!(std::fs::read(installed).unwrap(), bytes);
+    // Once the harness has written to it, an install refuses to overwrite it ...
+    let mut resumed = bytes.clone();
+    resumed.extend_from_slice(b"{\"type\":\"summary\",\"summary\":\"resumed\"}\n");
+    std::fs::write(installed, &resumed).unwrap();
+    let refused = run();
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("exists already with other content; pond does not overwrite"),
+        "{}",
+        text(&refused)
+    );
+    assert_eq!(std::fs::read(installed).unwrap(), resumed);
     // ... and names no session to resume: it wrote none.
     assert!(
-        !String::from_utf8_lossy(&again.stdout).contains("claude --resume"),
+        !String::from_utf8_lossy(&refused.stdout).contains("claude --resume"),
         "{}",
-        text(&again)
+        text(&refused)
     );
 }
 

@@ -39,6 +39,11 @@ pub struct Summary {
     pub losses: Losses,
     /// The sessions written, with their resume commands.
     pub written: Vec<Written>,
+    /// Files that existed already with exactly the bytes this run would have written: left as
+    /// they were, their sessions counted in `written` (the same session converted or restored
+    /// again). Relative paths.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unchanged: Vec<String>,
 }
 
 impl Summary {
@@ -47,13 +52,15 @@ impl Summary {
         self.errors.is_empty() && self.write_errors.is_empty()
     }
 
-    /// Keeps in [`Summary::written`] only the sessions whose main file this run created
-    /// (`created`: relative paths, as [`crate::output::DirOutput::written`] lists them). A
+    /// Keeps in [`Summary::written`] only the sessions whose main file `out` delivered: created
+    /// by this run, or found holding exactly what it would write ([`Summary::unchanged`]). A
     /// writer names a session when it starts it; a write refused because the file exists
-    /// already (pond never overwrites) leaves it named but unwritten.
-    pub fn keep_created(&mut self, created: &[String]) {
-        let created: std::collections::HashSet<&str> = created.iter().map(String::as_str).collect();
-        self.written.retain(|w| created.contains(w.file.as_str()));
+    /// already with other content (pond never overwrites) leaves it named but unwritten.
+    pub fn keep_delivered(&mut self, out: &crate::output::DirOutput) {
+        let delivered = out.delivered();
+        let delivered: HashSet<&str> = delivered.iter().map(String::as_str).collect();
+        self.written.retain(|w| delivered.contains(w.file.as_str()));
+        self.unchanged = out.unchanged().to_vec();
     }
 
     /// Counts one carrier handed over as its source line: a message with no parts.
@@ -558,7 +565,9 @@ impl<'a> Feed<'a> {
             };
             let _ = self.writer.end_source(&mut target);
         }
-        self.out.end_unit();
+        if let Err(e) = self.out.end_unit() {
+            self.failed.get_or_insert(e);
+        }
         if let Some(e) = self.failed.take() {
             self.summary.write_errors.push(format!("{unit}: {e}"));
         }

@@ -456,8 +456,11 @@ pub trait Output {
 
     /// One source unit's writes are done. A later unit may not append to a file written so far:
     /// two sources that map to one file (the same session in two source files) get
-    /// [`WriteError::Exists`] for the second, never a merged file.
-    fn end_unit(&mut self) {}
+    /// [`WriteError::Exists`] for the second, never a merged file. An error here is the unit's
+    /// (a file found to differ only at its end, [`crate::output::DirOutput`]).
+    fn end_unit(&mut self) -> Result<(), WriteError> {
+        Ok(())
+    }
 }
 
 /// A write that could not be done.
@@ -467,6 +470,9 @@ pub enum WriteError {
     UnsafePath { path: String, reason: &'static str },
     /// The file exists already; pond never overwrites.
     Exists { path: String },
+    /// The file exists already with other content than this write's (an existing file with
+    /// the very bytes a write would give is left as it is, and the write counts as done).
+    Differs { path: String },
     /// The target format cannot hold this session at all (and so nothing of it was written).
     Unrepresentable { session: String, reason: String },
     /// The filesystem failed.
@@ -492,6 +498,10 @@ impl WriteError {
             Self::Exists { path } => {
                 write!(f, "{path} exists already; pond does not overwrite files")
             }
+            Self::Differs { path } => write!(
+                f,
+                "{path} exists already with other content; pond does not overwrite files"
+            ),
             Self::Unrepresentable { session, reason } => {
                 write!(f, "session {session} cannot be written: {reason}")
             }

@@ -3,12 +3,18 @@
 use crate::face::{Output, WriteError, check_relative_path};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
 
 /// Files under a directory. Every path is checked to stay inside it, and a file that exists
 /// before this run is never opened for writing. Appends stream: each open file has one bounded
 /// buffer (at most [`MAX_OPEN_FILES`] of them), so no file is ever held whole in memory.
+///
+/// A file that exists already is compared with what would be written instead, a buffer at a
+/// time: when it holds exactly those bytes (the same session converted or restored again), it
+/// is left as it is and the write counts as done ([`Self::unchanged`]); at the first byte that
+/// differs, or at the end of a unit when the file is longer, the write is refused
+/// ([`WriteError::Differs`]).
 pub struct DirOutput {
     root: PathBuf,
     open: BTreeMap<String, BufWriter<File>>,
@@ -17,6 +23,18 @@ pub struct DirOutput {
     created: HashSet<String>,
     /// Files of finished source units: closed to further appends.
     sealed: BTreeSet<String>,
+    /// Files that existed before this run and so far hold what was appended, each read up to
+    /// there.
+    comparing: BTreeMap<String, BufReader<File>>,
+    /// Files that existed and were found to hold exactly what this run would write.
+    unchanged: Vec<String>,
+    /// Files that existed with other content.
+    refused: HashSet<String>,
+    /// Whether a file of the unit being written was refused for its content: then no file of
+    /// the unit is unchanged (the unit's sessions are one write, done or not).
+    unit_differs: bool,
+    /// The read buffer of the comparisons.
+    scratch: Vec<u8>,
 }
 
 /// How many files a [`DirOutput`] keeps open at once; older ones are flushed and closed.
@@ -31,6 +49,11 @@ impl DirOutput {
             written: Vec::new(),
             created: HashSet::new(),
             sealed: BTreeSet::new(),
+            comparing: BTreeMap::new(),
+            unchanged: Vec::new(),
+            refused: HashSet::new(),
+            unit_differs: false,
+            scratch: Vec::new(),
         }
     }
 
@@ -39,25 +62,130 @@ impl DirOutput {
         &self.written
     }
 
-    /// Flushes and closes every file.
+    /// The relative paths that existed already with exactly the bytes this run would have
+    /// written, in the order their units ended.
+    pub fn unchanged(&self) -> &[String] {
+        &self.unchanged
+    }
+
+    /// The files this run wrote or found written as it would write them: the sessions it
+    /// delivered.
+    pub fn delivered(&self) -> Vec<String> {
+        self.written
+            .iter()
+            .chain(&self.unchanged)
+            .cloned()
+            .collect()
+    }
+
+    /// Flushes and closes every file, and ends every comparison (as [`Output::end_unit`]).
     pub fn finish(&mut self) -> Result<(), WriteError> {
+        let compared = self.end_comparisons();
         for (path, mut w) in std::mem::take(&mut self.open) {
             w.flush().map_err(|error| WriteError::Io { path, error })?;
         }
-        Ok(())
+        compared
+    }
+
+    fn path_of(&self, relative: &str) -> String {
+        self.root.join(relative).display().to_string()
+    }
+
+    /// Compares `bytes` with the next bytes of the existing file at `relative`.
+    fn compare(&mut self, relative: &str, bytes: &[u8]) -> Result<(), WriteError> {
+        let reader = self.comparing.get_mut(relative).expect("comparing");
+        let mut same = true;
+        for chunk in bytes.chunks(64 * 1024) {
+            self.scratch.resize(chunk.len(), 0);
+            match reader.read_exact(&mut self.scratch) {
+                Ok(()) if self.scratch == chunk => {}
+                Ok(()) => same = false,
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => same = false,
+                Err(error) => {
+                    self.comparing.remove(relative);
+                    self.refused.insert(relative.to_owned());
+                    self.unit_differs = true;
+                    return Err(WriteError::Io {
+                        path: self.path_of(relative),
+                        error,
+                    });
+                }
+            }
+            if !same {
+                break;
+            }
+        }
+        if same {
+            return Ok(());
+        }
+        self.comparing.remove(relative);
+        self.refused.insert(relative.to_owned());
+        self.unit_differs = true;
+        Err(WriteError::Differs {
+            path: self.path_of(relative),
+        })
+    }
+
+    /// Ends the unit's comparisons: a file read to its end held what was written; one with
+    /// more bytes did not. When every file of the unit compared holds what was written (and
+    /// none was refused before), they are unchanged; otherwise all are refused, and the first
+    /// difference is returned.
+    fn end_comparisons(&mut self) -> Result<(), WriteError> {
+        let compared = std::mem::take(&mut self.comparing);
+        let mut first = None;
+        for (relative, reader) in &compared {
+            // Bytes left in the buffer, or one more in the file: it is longer.
+            let mut byte = [0u8; 1];
+            let mut file: &File = reader.get_ref();
+            let more = if reader.buffer().is_empty() {
+                file.read(&mut byte).map(|n| n > 0)
+            } else {
+                Ok(true)
+            };
+            let ended = match more {
+                Ok(false) => continue,
+                Ok(true) => WriteError::Differs {
+                    path: self.path_of(relative),
+                },
+                Err(error) => WriteError::Io {
+                    path: self.path_of(relative),
+                    error,
+                },
+            };
+            first.get_or_insert(ended);
+        }
+        let differs = std::mem::take(&mut self.unit_differs) || first.is_some();
+        for relative in compared.into_keys() {
+            if differs {
+                self.refused.insert(relative);
+            } else {
+                self.sealed.insert(relative.clone());
+                self.unchanged.push(relative);
+            }
+        }
+        first.map_or(Ok(()), Err)
     }
 }
 
 impl Output for DirOutput {
-    fn end_unit(&mut self) {
+    fn end_unit(&mut self) -> Result<(), WriteError> {
         self.sealed.extend(self.written.iter().cloned());
+        self.end_comparisons()
     }
 
     fn append(&mut self, relative: &str, bytes: &[u8]) -> Result<(), WriteError> {
         if self.sealed.contains(relative) {
             return Err(WriteError::Exists {
-                path: self.root.join(relative).display().to_string(),
+                path: self.path_of(relative),
             });
+        }
+        if self.refused.contains(relative) {
+            return Err(WriteError::Differs {
+                path: self.path_of(relative),
+            });
+        }
+        if self.comparing.contains_key(relative) {
+            return self.compare(relative, bytes);
         }
         if !self.open.contains_key(relative) {
             check_relative_path(relative)?;
@@ -71,19 +199,26 @@ impl Output for DirOutput {
                 std::fs::create_dir_all(dir).map_err(io)?;
             }
             let file = if first_time {
-                OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&path)
-                    .map_err(|e| {
-                        if e.kind() == std::io::ErrorKind::AlreadyExists {
-                            WriteError::Exists {
+                match OpenOptions::new().write(true).create_new(true).open(&path) {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        // Compared, never written: a regular file only (not a directory, a
+                        // FIFO or a device, which a read could block on or never end).
+                        let meta = std::fs::symlink_metadata(&path).map_err(io)?;
+                        if !meta.is_file() {
+                            return Err(WriteError::Exists {
                                 path: path.display().to_string(),
-                            }
-                        } else {
-                            io(e)
+                            });
                         }
-                    })?
+                        let existing = File::open(&path).map_err(io)?;
+                        self.comparing.insert(
+                            relative.to_owned(),
+                            BufReader::with_capacity(256 * 1024, existing),
+                        );
+                        return self.compare(relative, bytes);
+                    }
+                    Err(e) => return Err(io(e)),
+                }
             } else {
                 OpenOptions::new().append(true).open(&path).map_err(io)?
             };
@@ -140,8 +275,9 @@ impl MemoryOutput {
 }
 
 impl Output for MemoryOutput {
-    fn end_unit(&mut self) {
+    fn end_unit(&mut self) -> Result<(), WriteError> {
         self.sealed.extend(self.files.keys().cloned());
+        Ok(())
     }
 
     fn append(&mut self, relative: &str, bytes: &[u8]) -> Result<(), WriteError> {
@@ -212,6 +348,88 @@ impl<W: Write> Output for SingleFileOutput<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file that exists already is compared, never written: the same bytes leave it as it
+    /// was and count as delivered; other bytes (a difference, a shorter or a longer file) are
+    /// refused, and the file keeps its content.
+    #[test]
+    fn an_existing_file_is_compared_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, content: &[u8]| std::fs::write(dir.path().join(name), content);
+        write("same.jsonl", b"line one\nline two\n").unwrap();
+        write("same-too.jsonl", b"line one\nline two\n").unwrap();
+        write("differs.jsonl", b"line one\nline 2\n").unwrap();
+        write("longer.jsonl", b"line one\nline two\nline three\n").unwrap();
+        write("shorter.jsonl", b"line one\n").unwrap();
+        std::fs::create_dir(dir.path().join("dir.jsonl")).unwrap();
+        let mut out = DirOutput::new(dir.path());
+        let body: [&[u8]; 2] = [b"line one\n", b"line two\n"];
+        let mut results = BTreeMap::new();
+        // A unit of its own first: a unit with a file refused has none unchanged.
+        let mut ends = Vec::new();
+        for unit in [
+            &["same.jsonl"][..],
+            &[
+                "differs.jsonl",
+                "longer.jsonl",
+                "shorter.jsonl",
+                "dir.jsonl",
+                "new.jsonl",
+                "same-too.jsonl",
+            ],
+        ] {
+            for name in unit {
+                let r = body.iter().try_for_each(|b| out.append(name, b));
+                results.insert(*name, r);
+            }
+            ends.push(out.end_unit());
+        }
+        out.finish().unwrap();
+        assert!(ends[0].is_ok(), "{:?}", ends[0]);
+        let ended = ends.pop().unwrap();
+        let kind = |r: &Result<(), WriteError>| match r {
+            Ok(()) => "ok",
+            Err(WriteError::Differs { .. }) => "differs",
+            Err(WriteError::Exists { .. }) => "exists",
+            Err(_) => "other",
+        };
+        let got: Vec<(&str, &str)> = results.iter().map(|(n, r)| (*n, kind(r))).collect();
+        assert_eq!(
+            got,
+            [
+                ("differs.jsonl", "differs"),
+                ("dir.jsonl", "exists"),
+                ("longer.jsonl", "ok"),
+                ("new.jsonl", "ok"),
+                ("same-too.jsonl", "ok"),
+                ("same.jsonl", "ok"),
+                ("shorter.jsonl", "differs"),
+            ]
+        );
+        // The longer file differs only at its end: the unit's error.
+        assert!(
+            matches!(&ended, Err(WriteError::Differs { path }) if path.ends_with("longer.jsonl")),
+            "{ended:?}"
+        );
+        // same-too.jsonl holds what was written, but its unit's other files do not.
+        assert_eq!(out.unchanged(), ["same.jsonl"]);
+        assert_eq!(out.written(), ["new.jsonl"]);
+        assert_eq!(out.delivered(), ["new.jsonl", "same.jsonl"]);
+        let read = |name: &str| std::fs::read(dir.path().join(name)).unwrap();
+        assert_eq!(read("differs.jsonl"), b"line one\nline 2\n");
+        assert_eq!(read("longer.jsonl"), b"line one\nline two\nline three\n");
+        assert_eq!(read("shorter.jsonl"), b"line one\n");
+        assert_eq!(read("new.jsonl"), b"line one\nline two\n");
+        // A later unit may not append to a file an earlier one delivered.
+        assert!(matches!(
+            out.append("same.jsonl", b"x"),
+            Err(WriteError::Exists { .. })
+        ));
+        assert!(matches!(
+            out.append("differs.jsonl", b"line one\n"),
+            Err(WriteError::Differs { .. })
+        ));
+    }
 
     #[test]
     fn a_single_file_output_takes_one_safe_name() {

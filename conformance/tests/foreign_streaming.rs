@@ -93,9 +93,9 @@ impl Output for Counting {
         self.inner.append(relative, bytes)
     }
 
-    fn end_unit(&mut self) {
+    fn end_unit(&mut self) -> Result<(), WriteError> {
         self.ended = true;
-        self.inner.end_unit();
+        self.inner.end_unit()
     }
 }
 
