@@ -942,7 +942,7 @@ mod tests {
         );
         let opencode = crate::registry::find("opencode").unwrap();
         let sources = opencode.read.unwrap().discover(&file).unwrap();
-        for to in ["claude-code", "pi"] {
+        for to in ["claude-code", "pi", "codex"] {
             let (files, summary) =
                 both_ways_written(opencode, crate::registry::find(to).unwrap(), &sources);
             let text = String::from_utf8_lossy(files.values().next().unwrap()).into_owned();
@@ -953,12 +953,33 @@ mod tests {
             let [.., before, last] = lines.as_slice() else {
                 panic!("{to}: {text}");
             };
+            // Codex writes an assistant message twice: its item and its `agent_message` event.
             assert_eq!(
                 text.matches("Summary of conversation so far.").count(),
-                1,
+                if to == "codex" { 2 } else { 1 },
                 "{to}: {text}"
             );
-            if to == "claude-code" {
+            if to == "codex" {
+                // A `compacted` line that keeps nothing before it, then the summary, an
+                // assistant message.
+                let place = |what: &dyn Fn(&serde_json::Value) -> bool| {
+                    lines
+                        .iter()
+                        .position(what)
+                        .unwrap_or_else(|| panic!("{text}"))
+                };
+                let compacted = place(&|l| l["type"] == "compacted");
+                assert_eq!(
+                    lines[compacted]["payload"],
+                    serde_json::json!({"message": "", "replacement_history": []})
+                );
+                let item = place(&|l| {
+                    l["type"] == "response_item"
+                        && l.to_string().contains("Summary of conversation so far.")
+                });
+                assert!(compacted < item, "{text}");
+                assert_eq!(lines[item]["payload"]["role"], "assistant");
+            } else if to == "claude-code" {
                 assert_eq!(before["subtype"], "compact_boundary", "{before}");
                 assert_eq!(last["isCompactSummary"], true, "{last}");
                 assert!(

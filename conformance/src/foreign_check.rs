@@ -62,9 +62,10 @@ pub const WRITES_COMPACTION: &[&str] = &["claude-code", "pi", "opencode"];
 pub const CLAUDE_COMPACTION_INTO: &[&str] = &["codex", "pi", "opencode"];
 
 /// The targets that write an opencode compaction (`pond_codecs::face::opencode_summary_text`)
-/// as their own (Claude Code: a boundary and summary line; pi: a `compaction` entry): a resume
-/// sends the summary, as a user text, and what follows.
-pub const OPENCODE_COMPACTION_INTO: &[&str] = &["claude-code", "pi"];
+/// as their own (Claude Code: a boundary and summary line; pi: a `compaction` entry; Codex: a
+/// `compacted` line before the summary): a resume sends the summary (as a user text; into Codex
+/// the assistant text it is) and what follows.
+pub const OPENCODE_COMPACTION_INTO: &[&str] = &["claude-code", "pi", "codex"];
 
 /// Whether `m` is a Codex `compacted` record without a summary that keeps no history
 /// (`pond_codecs::face::compaction_clears_history`): Claude Code's writer makes it a boundary.
@@ -147,6 +148,13 @@ impl Counts {
         let Some(at) = compacted else {
             return Self::of(&mine);
         };
+        if target == "codex"
+            && matches!(&mine[at], Event::Message(m)
+                if pond_codecs::face::opencode_summary_text(m).is_some())
+        {
+            // The `compacted` line goes before the summary, which stays an assistant message.
+            return Self::of(&mine[at..]);
+        }
         let mut c = Self::of(&mine[at + 1..]);
         if target == "opencode" {
             // opencode sends its compaction as a user text ("What did we do so far?") answered

@@ -184,6 +184,24 @@ impl ForeignRollout {
             );
         }
         self.ts = iso_millis(message.timestamp());
+        if let Message::Assistant(_) = message
+            && crate::face::opencode_summary_text(message).is_some()
+        {
+            // An opencode compaction: Codex's own `compacted` line with an empty replacement
+            // history before its summary, so a resume sends the summary and what follows, as
+            // opencode does; the summary itself is written as the assistant message it is.
+            self.line("compacted", |out| {
+                out.extend_from_slice(br#"{"message":"","replacement_history":[]}"#);
+            });
+            target.losses.record(
+                loss::COMPACTION,
+                at,
+                "an opencode compaction (the summary answering its `compaction` message) is \
+                 written as Codex's own: a `compacted` line with an empty replacement history \
+                 before the summary, so a resume sends the summary and what follows, as opencode \
+                 does",
+            );
+        }
         match message {
             Message::System(system) => {
                 if let Some(record) = system.carried_record() {
