@@ -4,7 +4,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use pond_canonical::escape_controls;
 use pond_codecs::convert::{Summary, convert_with_project};
 use pond_codecs::face::Sniff;
-use pond_codecs::output::{DirOutput, SingleFileOutput};
+use pond_codecs::output::{Compared, DirOutput, SingleFileOutput};
 use pond_codecs::{Codec, Layout, Output, registry};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -42,11 +42,14 @@ pub struct ConvertArgs {
     #[arg(long, value_name = "CODEC")]
     to: Option<String>,
 
-    /// Write the target's native layout under DIR (it may exist; files in it are never overwritten).
+    /// Write the target's native layout under DIR (it may exist; files in it are never
+    /// overwritten: one there already with exactly the bytes this run writes is left as it is
+    /// and counts as written, one with other content is an error).
     #[arg(long, value_name = "DIR", conflicts_with = "output")]
     out: Option<PathBuf>,
 
     /// Write the single resulting file to FILE (`-` for stdout, the default without --out).
+    /// FILE is never overwritten: there already with exactly these bytes, it is left as it is.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
 
@@ -204,6 +207,8 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
         ));
     }
     let project = args.project.as_deref();
+    // `-o FILE` there already, compared instead of written.
+    let mut compared_file = None;
     let result = match (&out_dir, &args.output) {
         (Some(dir), _) => {
             let mut out = DirOutput::new(dir);
@@ -214,15 +219,26 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
             })
         }
         (None, Some(file)) if file != Path::new("-") => {
-            let f = match std::fs::OpenOptions::new()
+            let sink = match std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .open(file)
             {
-                Ok(f) => f,
+                Ok(f) => FileSink::New(std::io::BufWriter::with_capacity(OUT_BUFFER, f)),
+                // There already (a regular file, never followed through a link): compared,
+                // not written; the same bytes leave it as it was (as `--out DIR` does).
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::AlreadyExists
+                        && std::fs::symlink_metadata(file).is_ok_and(|m| m.is_file()) =>
+                {
+                    match Compared::open(file) {
+                        Ok(c) => FileSink::There(c),
+                        Err(e) => return usage(format!("{}: {e}", file.display())),
+                    }
+                }
                 Err(e) => return usage(format!("{}: {e}", file.display())),
             };
-            let mut out = SingleFileOutput::new(std::io::BufWriter::with_capacity(OUT_BUFFER, f));
+            let mut out = SingleFileOutput::new(sink);
             let r = convert_with_project(
                 from,
                 to,
@@ -232,7 +248,18 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
                 &mut out as &mut dyn Output,
                 &mut tick,
             );
-            finish_with(r, out.finish())
+            let flushed = out.finish().map_err(|e| e.to_string());
+            // The file there already ends where the write did; a write refused at a
+            // difference is said once.
+            let refused = r.as_ref().is_ok_and(|s| !s.write_errors.is_empty());
+            let ended = match out.sink_mut() {
+                FileSink::There(c) if !refused => {
+                    compared_file = Some(file.display().to_string());
+                    c.end().map_err(|e| e.to_string())
+                }
+                _ => Ok(()),
+            };
+            finish_with(r, flushed.and(ended))
         }
         _ => {
             let mut out = SingleFileOutput::new(std::io::BufWriter::with_capacity(
@@ -261,6 +288,11 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
             return ExitCode::from(EXIT_PARTIAL);
         }
     };
+    if let Some(file) = compared_file
+        && summary.write_errors.is_empty()
+    {
+        summary.unchanged.push(file);
+    }
     if from_stdin {
         // A fault in stdin's private copy is located in stdin, by its line.
         for e in &mut summary.errors {
@@ -331,6 +363,35 @@ pub(crate) fn hand_to_harness(to: &Codec, root: &Path, summary: &mut Summary) ->
                 .write_errors
                 .push(format!("handing the sessions to {} failed: {e}", to.name));
             Vec::new()
+        }
+    }
+}
+
+/// `-o FILE`: a new file, or one there already that is compared instead of written.
+enum FileSink {
+    New(std::io::BufWriter<std::fs::File>),
+    There(Compared),
+}
+
+impl std::io::Write for FileSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Self::New(w) => w.write(buf),
+            Self::There(c) => c.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Self::New(w) => w.write_all(buf),
+            Self::There(c) => c.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Self::New(w) => w.flush(),
+            Self::There(c) => c.flush(),
         }
     }
 }

@@ -210,7 +210,8 @@ pub struct RestoreArgs {
     /// The codec to write with.
     #[arg(long, value_name = "CODEC")]
     to: String,
-    /// Write under DIR (files there are never overwritten).
+    /// Write under DIR (files there are never overwritten; one there already with exactly the
+    /// bytes this restore writes is left as it is and counts as restored).
     #[arg(
         long,
         value_name = "DIR",

@@ -259,6 +259,49 @@ fn install_writes_where_claude_looks_prints_resume_and_never_overwrites_what_dif
     );
 }
 
+/// `-o FILE` there already: compared, never written. The same bytes are done (unchanged, exit
+/// 0); a file that differs, is longer or is shorter is refused (exit 1) and left as it was.
+#[test]
+fn an_output_file_there_already_is_compared_never_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("session.jsonl");
+    let run = || {
+        pond()
+            .args(["convert", "codex→claude", "-o"])
+            .arg(&file)
+            .arg(codex_fixture())
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert!(first.status.success(), "{}", text(&first));
+    let bytes = std::fs::read(&file).unwrap();
+    assert!(!bytes.is_empty());
+    let again = run();
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(text(&again).contains("unchanged: "), "{}", text(&again));
+    assert_eq!(std::fs::read(&file).unwrap(), bytes);
+    let mut longer = bytes.clone();
+    longer.extend_from_slice(b"{}\n");
+    let mut changed = bytes.clone();
+    let last = changed.len() - 3;
+    changed[last] ^= 1;
+    for other in [longer, bytes[..bytes.len() / 2].to_vec(), changed] {
+        std::fs::write(&file, &other).unwrap();
+        let refused = run();
+        assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+        let said = text(&refused);
+        assert_eq!(
+            said.matches("exists already with other content; pond does not overwrite")
+                .count(),
+            1,
+            "{said}"
+        );
+        assert!(!said.contains("unchanged: "), "{said}");
+        assert_eq!(std::fs::read(&file).unwrap(), other);
+    }
+}
+
 #[test]
 fn the_loss_report_lists_what_claude_cannot_hold_and_strict_refuses_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,7 @@
 use crate::face::{Output, WriteError, check_relative_path};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
 
 /// Files under a directory. Every path is checked to stay inside it, and a file that exists
@@ -312,6 +312,11 @@ impl<W: Write> SingleFileOutput<W> {
         self.name.as_deref()
     }
 
+    /// The stream.
+    pub fn sink_mut(&mut self) -> &mut W {
+        &mut self.sink
+    }
+
     /// Flushes the stream.
     pub fn finish(&mut self) -> Result<(), WriteError> {
         self.sink.flush().map_err(|error| WriteError::Io {
@@ -342,6 +347,58 @@ impl<W: Write> Output for SingleFileOutput<W> {
             path: relative.to_owned(),
             error,
         })
+    }
+}
+
+/// A sink that compares what is written with a file there already instead of writing it: a
+/// single output file (`convert -o FILE`) that exists is left as it is, and the write counts as
+/// done only when it holds exactly those bytes ([`Self::end`] finds its end there too).
+pub struct Compared {
+    reader: BufReader<File>,
+    path: PathBuf,
+    scratch: Vec<u8>,
+}
+
+impl Compared {
+    /// Compares with the file at `path`, which exists.
+    pub fn open(path: &std::path::Path) -> std::io::Result<Self> {
+        Ok(Self {
+            reader: BufReader::with_capacity(256 * 1024, File::open(path)?),
+            path: path.to_owned(),
+            scratch: Vec::new(),
+        })
+    }
+
+    fn differs(&self) -> std::io::Error {
+        std::io::Error::other(format!(
+            "{} exists already with other content; pond does not overwrite files",
+            self.path.display()
+        ))
+    }
+
+    /// Everything was written: the file must end here.
+    pub fn end(&mut self) -> std::io::Result<()> {
+        if self.reader.fill_buf()?.is_empty() {
+            Ok(())
+        } else {
+            Err(self.differs())
+        }
+    }
+}
+
+impl Write for Compared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.scratch.resize(buf.len(), 0);
+        match self.reader.read_exact(&mut self.scratch) {
+            Ok(()) if self.scratch == buf => Ok(buf.len()),
+            Ok(()) => Err(self.differs()),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(self.differs()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
