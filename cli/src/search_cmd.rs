@@ -33,7 +33,8 @@ pub struct SearchArgs {
     /// Only sessions whose project starts with this.
     #[arg(long, value_name = "P")]
     project_prefix: Option<String>,
-    /// Only this session and the sub-agent sessions it spawned.
+    /// Only this session and the sub-agent sessions it spawned (its id, or the first
+    /// characters of it, at least 4, when no other stored id begins with them).
     #[arg(long, value_name = "ID")]
     session: Option<String>,
     /// Only sessions from this harness (claude-code, codex, opencode, pi).

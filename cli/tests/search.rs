@@ -50,6 +50,31 @@ fn search_prints_sessions_with_marked_matches_and_explains_itself() {
         .collect();
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
 
+    // --session: the session by its id, or by the start of it (its sub-agents, whose ids begin
+    // with its id, do not make the start ambiguous); a start two sessions share is refused
+    // with the ids (exit 2), and one no stored id has answers nothing.
+    let root = "258c7280-ae70-4798-800f-63464d01a85d";
+    let sessions_of = |given: &str| {
+        let o = pond(&["search", "--json", "--session", given, "test"], &data);
+        assert!(o.status.success(), "{given}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["session_id"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(sessions_of(root), [root]);
+    assert_eq!(sessions_of("258c7280"), [root]);
+    assert!(sessions_of("ffff0000").is_empty());
+    let o = pond(
+        &["search", "--session", &format!("{root}/agent-a"), "test"],
+        &data,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("2 ids begin with it"), "{}", stderr(&o));
+
     // Text: one line per session, the match marked (« » when not a terminal).
     let o = pond(&["search", "test"], &data);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -65,7 +65,8 @@ pub struct SearchRequest {
     /// Only sessions whose project starts with this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_prefix: Option<String>,
-    /// Only this session and the sub-agent sessions it spawned.
+    /// Only this session and the sub-agent sessions it spawned; the session named by its id or
+    /// by the start of it (at least 4 characters) when no other stored id begins with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// Only sessions from this harness: claude-code, codex, opencode or pi.
@@ -240,16 +241,34 @@ async fn run(
         }),
         _ => None,
     };
-    let outcome = store
-        .search(&SearchQuery {
-            text: &checked.query,
-            filters: checked.filters,
-            limit: checked.limit,
-            min_score: request.min_score,
-            explain,
-            vector,
-        })
-        .await?;
+    let mut query = SearchQuery {
+        text: &checked.query,
+        filters: checked.filters,
+        limit: checked.limit,
+        min_score: request.min_score,
+        explain,
+        vector,
+    };
+    let mut outcome = store.search(&query).await?;
+    // A session named by the start of its id, as `pond_get` takes one: looked up only when the
+    // id as given matched nothing, so an exact id costs no more than before.
+    if outcome.groups.is_empty()
+        && let Some(given) = query.filters.session_id.clone()
+    {
+        match store.resolve_session_id(&given).await? {
+            Ok(id) if id != given => {
+                query.filters.session_id = Some(id);
+                outcome = store.search(&query).await?;
+            }
+            Ok(_) => {}
+            Err(candidates) if candidates.total > 0 => {
+                return Err(PondError::invalid("session_id", candidates.message(&given))
+                    .with("candidates", candidates.ids));
+            }
+            // No stored session: a filter that matches nothing answers nothing.
+            Err(_) => {}
+        }
+    }
     let mode = match outcome.mode {
         pond_store::search::SearchMode::FullText => SearchMode::FullText,
         pond_store::search::SearchMode::Hybrid => SearchMode::Hybrid,
