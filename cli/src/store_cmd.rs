@@ -181,9 +181,10 @@ pub struct SyncArgs {
 pub struct SessionsArgs {
     #[command(flatten)]
     data: DataArgs,
-    /// Only sessions from this harness (`claude-code`, `codex`, ...).
-    #[arg(long)]
-    source_agent: Option<String>,
+    /// Only sessions from this harness (claude-code, codex, opencode, pi; `claude` too), as
+    /// `pond search --agent` takes it.
+    #[arg(long, visible_alias = "source-agent", value_name = "A")]
+    agent: Option<String>,
     /// Only sessions whose project starts with this.
     #[arg(long)]
     project: Option<String>,
@@ -544,16 +545,29 @@ pub fn sessions(args: SessionsArgs, json: bool) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail("sessions", e),
     };
+    let agent = match args.agent.as_deref() {
+        None => None,
+        Some(given) => match pond_codecs::registry::source_agent_named(given) {
+            Some(brand) => Some(brand),
+            None => {
+                let mut known = registry::names();
+                known.sort_unstable();
+                return fail(
+                    "sessions",
+                    format!(
+                        "--agent {given:?} is not a harness pond stores sessions from; known: {}",
+                        known.join(", ")
+                    ),
+                );
+            }
+        },
+    };
     let rt = runtime();
     let opened = match args.data.open_to_read(&rt, "sessions") {
         Ok(o) => o,
         Err(e) => return fail("sessions", e),
     };
-    let list = match rt.block_on(opened.store.list(
-        args.source_agent.as_deref(),
-        args.project.as_deref(),
-        since,
-    )) {
+    let list = match rt.block_on(opened.store.list(agent, args.project.as_deref(), since)) {
         Ok(l) => l,
         Err(e) => return opened.fail("sessions", e),
     };

@@ -221,6 +221,28 @@ fn a_second_restore_into_a_harness_is_done_or_says_it_wrote_nothing() {
     assert_eq!(v["written"], serde_json::json!([]), "{v}");
     assert!(!v["write_errors"].as_array().unwrap().is_empty(), "{v}");
 
+    // `sessions --agent` takes a harness as `search --agent` does (`claude` too), and the old
+    // `--source-agent`; another name is refused with the known ones.
+    let all = ok(&pond(&["sessions", "--json"], &data));
+    for flags in [
+        ["--agent", "claude"],
+        ["--agent", "claude-code"],
+        ["--source-agent", "claude-code"],
+    ] {
+        let args = ["sessions", "--json", flags[0], flags[1]];
+        assert_eq!(ok(&pond(&args, &data)), all, "{flags:?}");
+    }
+    assert_eq!(
+        ok(&pond(&["sessions", "--json", "--agent", "pi"], &data)),
+        serde_json::json!([])
+    );
+    let o = pond(&["sessions", "--agent", "cursor"], &data);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("known: claude-code, codex, opencode, pi"),
+        "{o:?}"
+    );
+
     // One of its sub-agents restored alone, elsewhere: no resume command naming a parent that
     // was not written, but what to restore instead.
     let sessions = ok(&pond(&["sessions", "--json"], &data));

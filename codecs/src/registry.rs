@@ -87,6 +87,17 @@ pub fn find(name: &str) -> Option<&'static Codec> {
         .find(|c| c.name == name || c.aliases.contains(&name))
 }
 
+/// The `source_agent` brand stored sessions of a harness carry, named by the brand itself or by
+/// a codec's name or alias (`claude` is `claude-code`): what a filter on it takes.
+pub fn source_agent_named(given: &str) -> Option<&'static str> {
+    CODECS
+        .iter()
+        .find(|c| c.source_agent == given)
+        .copied()
+        .or_else(|| find(given))
+        .map(|c| c.source_agent)
+}
+
 /// The names of every codec, for error messages.
 pub fn names() -> Vec<&'static str> {
     CODECS.iter().map(|c| c.name).collect()

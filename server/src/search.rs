@@ -403,14 +403,10 @@ impl Checked {
 /// The brand a `source_agent` filter names: a codec's brand, or one of its names or aliases
 /// (`claude` is `claude-code`).
 fn source_agent(given: &str) -> Result<String, PondError> {
-    let codecs = pond_codecs::CODECS;
-    if let Some(c) = codecs.iter().find(|c| c.source_agent == given) {
-        return Ok(c.source_agent.to_owned());
+    if let Some(brand) = pond_codecs::registry::source_agent_named(given) {
+        return Ok(brand.to_owned());
     }
-    if let Some(c) = pond_codecs::registry::find(given) {
-        return Ok(c.source_agent.to_owned());
-    }
-    let known: Vec<&str> = codecs.iter().map(|c| c.source_agent).collect();
+    let known: Vec<&str> = pond_codecs::CODECS.iter().map(|c| c.source_agent).collect();
     Err(PondError::invalid(
         "source_agent",
         format!(
