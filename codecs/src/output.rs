@@ -25,7 +25,7 @@ pub struct DirOutput {
     sealed: BTreeSet<String>,
     /// Files that existed before this run and so far hold what was appended, each read up to
     /// there.
-    comparing: BTreeMap<String, BufReader<File>>,
+    comparing: BTreeMap<String, Compared>,
     /// Files that existed and were found to hold exactly what this run would write.
     unchanged: Vec<String>,
     /// Files that existed with other content.
@@ -33,8 +33,6 @@ pub struct DirOutput {
     /// Whether a file of the unit being written was refused for its content: then no file of
     /// the unit is unchanged (the unit's sessions are one write, done or not).
     unit_differs: bool,
-    /// The read buffer of the comparisons.
-    scratch: Vec<u8>,
 }
 
 /// How many files a [`DirOutput`] keeps open at once; older ones are flushed and closed.
@@ -53,7 +51,6 @@ impl DirOutput {
             unchanged: Vec::new(),
             refused: HashSet::new(),
             unit_differs: false,
-            scratch: Vec::new(),
         }
     }
 
@@ -93,37 +90,17 @@ impl DirOutput {
 
     /// Compares `bytes` with the next bytes of the existing file at `relative`.
     fn compare(&mut self, relative: &str, bytes: &[u8]) -> Result<(), WriteError> {
-        let reader = self.comparing.get_mut(relative).expect("comparing");
-        let mut same = true;
-        for chunk in bytes.chunks(64 * 1024) {
-            self.scratch.resize(chunk.len(), 0);
-            match reader.read_exact(&mut self.scratch) {
-                Ok(()) if self.scratch == chunk => {}
-                Ok(()) => same = false,
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => same = false,
-                Err(error) => {
-                    self.comparing.remove(relative);
-                    self.refused.insert(relative.to_owned());
-                    self.unit_differs = true;
-                    return Err(WriteError::Io {
-                        path: self.path_of(relative),
-                        error,
-                    });
-                }
-            }
-            if !same {
-                break;
-            }
-        }
-        if same {
+        let compared = self.comparing.get_mut(relative).expect("comparing");
+        let Err(m) = compared.next_are(bytes) else {
             return Ok(());
-        }
+        };
+        // A difference, a shorter file, or a read that failed: refused, and with it every
+        // file of the unit.
+        let e = compared.write_error(m);
         self.comparing.remove(relative);
         self.refused.insert(relative.to_owned());
         self.unit_differs = true;
-        Err(WriteError::Differs {
-            path: self.path_of(relative),
-        })
+        Err(e)
     }
 
     /// Ends the unit's comparisons: a file read to its end held what was written; one with
@@ -131,29 +108,10 @@ impl DirOutput {
     /// none was refused before), they are unchanged; otherwise all are refused, and the first
     /// difference is returned.
     fn end_comparisons(&mut self) -> Result<(), WriteError> {
-        let compared = std::mem::take(&mut self.comparing);
-        let mut first = None;
-        for (relative, reader) in &compared {
-            // Bytes left in the buffer, or one more in the file: it is longer.
-            let mut byte = [0u8; 1];
-            let mut file: &File = reader.get_ref();
-            let more = if reader.buffer().is_empty() {
-                file.read(&mut byte).map(|n| n > 0)
-            } else {
-                Ok(true)
-            };
-            let ended = match more {
-                Ok(false) => continue,
-                Ok(true) => WriteError::Differs {
-                    path: self.path_of(relative),
-                },
-                Err(error) => WriteError::Io {
-                    path: self.path_of(relative),
-                    error,
-                },
-            };
-            first.get_or_insert(ended);
-        }
+        let mut compared = std::mem::take(&mut self.comparing);
+        let first = compared
+            .values_mut()
+            .find_map(|c| c.ends_here().err().map(|m| c.write_error(m)));
         let differs = std::mem::take(&mut self.unit_differs) || first.is_some();
         for relative in compared.into_keys() {
             if differs {
@@ -210,11 +168,8 @@ impl Output for DirOutput {
                                 path: path.display().to_string(),
                             });
                         }
-                        let existing = File::open(&path).map_err(io)?;
-                        self.comparing.insert(
-                            relative.to_owned(),
-                            BufReader::with_capacity(256 * 1024, existing),
-                        );
+                        let existing = Compared::open(&path).map_err(io)?;
+                        self.comparing.insert(relative.to_owned(), existing);
                         return self.compare(relative, bytes);
                     }
                     Err(e) => return Err(io(e)),
@@ -350,13 +305,21 @@ impl<W: Write> Output for SingleFileOutput<W> {
     }
 }
 
-/// A sink that compares what is written with a file there already instead of writing it: a
-/// single output file (`convert -o FILE`) that exists is left as it is, and the write counts as
-/// done only when it holds exactly those bytes ([`Self::end`] finds its end there too).
+/// A file there already, read as what would be written is compared with it, never written:
+/// [`DirOutput`]'s comparisons, and a sink of its own for a single output file (`convert -o
+/// FILE`) that exists.
 pub struct Compared {
     reader: BufReader<File>,
     path: PathBuf,
     scratch: Vec<u8>,
+}
+
+/// Why a write could not be taken for what a [`Compared`] file holds.
+enum Mismatch {
+    /// The file holds other bytes, or fewer, or more.
+    Differs,
+    /// Reading it failed.
+    Io(std::io::Error),
 }
 
 impl Compared {
@@ -369,32 +332,59 @@ impl Compared {
         })
     }
 
-    fn differs(&self) -> std::io::Error {
-        std::io::Error::other(format!(
-            "{} exists already with other content; pond does not overwrite files",
-            self.path.display()
-        ))
+    /// Whether the file's next bytes are `bytes` (read past them either way).
+    fn next_are(&mut self, bytes: &[u8]) -> Result<(), Mismatch> {
+        for chunk in bytes.chunks(64 * 1024) {
+            self.scratch.resize(chunk.len(), 0);
+            match self.reader.read_exact(&mut self.scratch) {
+                Ok(()) if self.scratch == chunk => {}
+                Ok(()) => return Err(Mismatch::Differs),
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    return Err(Mismatch::Differs);
+                }
+                Err(e) => return Err(Mismatch::Io(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the file ends where what was compared did.
+    fn ends_here(&mut self) -> Result<(), Mismatch> {
+        match self.reader.fill_buf() {
+            Ok([]) => Ok(()),
+            Ok(_) => Err(Mismatch::Differs),
+            Err(e) => Err(Mismatch::Io(e)),
+        }
+    }
+
+    fn io_error(&self, m: Mismatch) -> std::io::Error {
+        match m {
+            Mismatch::Differs => std::io::Error::other(format!(
+                "{} exists already with other content; pond does not overwrite files",
+                self.path.display()
+            )),
+            Mismatch::Io(e) => e,
+        }
+    }
+
+    fn write_error(&self, m: Mismatch) -> WriteError {
+        let path = self.path.display().to_string();
+        match m {
+            Mismatch::Differs => WriteError::Differs { path },
+            Mismatch::Io(error) => WriteError::Io { path, error },
+        }
     }
 
     /// Everything was written: the file must end here.
     pub fn end(&mut self) -> std::io::Result<()> {
-        if self.reader.fill_buf()?.is_empty() {
-            Ok(())
-        } else {
-            Err(self.differs())
-        }
+        self.ends_here().map_err(|m| self.io_error(m))
     }
 }
 
 impl Write for Compared {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.scratch.resize(buf.len(), 0);
-        match self.reader.read_exact(&mut self.scratch) {
-            Ok(()) if self.scratch == buf => Ok(buf.len()),
-            Ok(()) => Err(self.differs()),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(self.differs()),
-            Err(e) => Err(e),
-        }
+        self.next_are(buf).map_err(|m| self.io_error(m))?;
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
