@@ -143,8 +143,23 @@ impl Seaweed {
                 "-master.volumeSizeLimitMB=64",
             ])
             .arg(format!("-bucket={BUCKET}"))
+            // Its local sockets default to /tmp whatever TMPDIR says (below).
+            .arg(format!(
+                "-s3.localSocket={}",
+                self.dir.path().join(format!("s3-{s3}.sock")).display()
+            ))
+            .arg(format!(
+                "-filer.localSocket={}",
+                self.dir
+                    .path()
+                    .join(format!("filer-{filer}.sock"))
+                    .display()
+            ))
             .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
             .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+            // Its gRPC sockets and glog files go to the temporary folder: this guard's, which
+            // goes with it, not /tmp (where each test run left a few dozen behind).
+            .env("TMPDIR", self.dir.path())
             .current_dir(self.dir.path())
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
