@@ -115,7 +115,9 @@ impl Counts {
     /// count, and its summary as one more user text (conversational, as the harness sends it);
     /// into Codex and pi ([`CLAUDE_COMPACTION_INTO`]) only the messages after the last Claude
     /// Code compaction ([`pond_codecs::face::is_compact_boundary`]), whose summary is the
-    /// message after it.
+    /// message after it; into Claude Code, pi and Codex ([`OPENCODE_COMPACTION_INTO`]) only
+    /// what follows the last opencode summary, the summary counted as a user text (into Codex
+    /// as the assistant text it stays).
     pub fn as_resumed(events: &[Event], session: &str, target: &str) -> Self {
         let codex_summaries = WRITES_COMPACTION.contains(&target);
         let claude_boundaries = CLAUDE_COMPACTION_INTO.contains(&target);

@@ -612,16 +612,7 @@ impl SessionStore {
         given: &str,
     ) -> Result<Result<String, IdCandidates>, StoreError> {
         let q = sql_quote(given);
-        let exact = self
-            .substrate
-            .scan(&schema::SESSIONS, |s| {
-                s.filter(&format!("id = {q}"))?;
-                s.project(&["id"])?;
-                s.limit(Some(1), None)?;
-                Ok(())
-            })
-            .await?;
-        if exact.iter().any(|b| b.num_rows() > 0) {
+        if self.any_session(&format!("id = {q}")).await? {
             return Ok(Ok(given.to_owned()));
         }
         if given.is_empty() {
@@ -658,11 +649,16 @@ impl SessionStore {
 
     /// Whether any stored session names `id` as its parent (for the depth-one check).
     pub async fn has_children(&self, id: &str) -> Result<bool, StoreError> {
-        let q = sql_quote(id);
+        self.any_session(&format!("parent_session_id = {}", sql_quote(id)))
+            .await
+    }
+
+    /// Whether any stored session matches `filter` (one id read at most).
+    async fn any_session(&self, filter: &str) -> Result<bool, StoreError> {
         let batches = self
             .substrate
             .scan(&schema::SESSIONS, |s| {
-                s.filter(&format!("parent_session_id = {q}"))?;
+                s.filter(filter)?;
                 s.project(&["id"])?;
                 s.limit(Some(1), None)?;
                 Ok(())
