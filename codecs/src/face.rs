@@ -58,9 +58,12 @@ pub trait ReadFace: Sync {
     /// [`read_items`](Self::read_items) for a foreign write whose writer looks for only the
     /// keys `wanted` in a message's options ([`SessionWriter::option_keys`]): a codec may leave
     /// out of a message's options (unbuilt, `jsonl::Prune`, or not put there) the values in
-    /// which none of them occurs, since the writer would drop them unread; options that would
-    /// not be empty stay not empty, and a part's options are whole. What the writer writes and
-    /// every loss it reports are those of `read_items`; the default is `read_items`.
+    /// which none of them occurs, and pond's own marks for its native writer (`options.pond`),
+    /// since the writer would drop them unread. What a foreign writer reads besides those keys
+    /// stays as `read_items` makes it: whether a message's options are empty (the Codex writer,
+    /// which never writes Codex's own sessions foreign) and a reasoning part's options whole
+    /// (every writer). What the writer writes and every loss it reports are those of
+    /// `read_items`; the default is `read_items`.
     fn read_items_for(
         &self,
         source: &Origin,
@@ -125,6 +128,30 @@ impl Item<'_> {
             }
         }
     }
+}
+
+/// The messages `reader` makes of `source` with `read_items_for` (or, with `None`,
+/// `read_items`), deferred and carried ones made: for tests of what a foreign read leaves out.
+#[cfg(test)]
+pub(crate) fn messages_read(
+    reader: &dyn ReadFace,
+    source: &Origin,
+    wanted: Option<&'static [&'static str]>,
+) -> Vec<Message> {
+    let mut out = Vec::new();
+    let mut emit = |item: Result<Item<'_>, ParseError>| {
+        item.expect("the test's lines read")
+            .into_events(source, &mut |e| {
+                if let Ok(Event::Message(m)) = e {
+                    out.push(m);
+                }
+            })
+    };
+    match wanted {
+        Some(keys) => reader.read_items_for(source, false, keys, &mut emit),
+        None => reader.read_items(source, false, &mut emit),
+    }
+    out
 }
 
 /// An item sink that passes on the events the items stand for (`source`: the unit read): how

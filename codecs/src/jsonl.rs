@@ -1183,21 +1183,44 @@ impl<'b> Scan<'b> {
 /// into the message's options, where the writer's searches (for a model, a provider, a
 /// signature) could not have found anything in it: what is written and every loss reported
 /// stay the same, and building the values is most of the cost of a pi assistant line (its
-/// `usage` with `cost`: a quarter of a real session's JSON values).
+/// `usage` with `cost`: a quarter of a real session's JSON values). The same holds of the
+/// record's own members its reader never reads (`unread`: Claude Code's `toolUseResult`, the
+/// structured copy of a tool's output, a quarter of a real transcript's bytes), which are left
+/// out whole under the same condition.
 #[derive(Debug, Clone, Copy)]
 pub struct Prune {
     /// The record's member whose own members may be left unbuilt.
     pub object: &'static str,
     /// The members of `object` its reader reads: always built.
     pub read: &'static [&'static str],
+    /// Members of the record itself that its reader never reads.
+    pub unread: &'static [&'static str],
     /// The option keys the writer looks for.
     pub wanted: &'static [&'static str],
+}
+
+impl Prune {
+    /// Whether the value spanning `nodes[value..end]`, the member `key`, holds a wanted key,
+    /// as the member's name or as any string within it.
+    fn wants(&self, key: &str, nodes: &[Node<'_>]) -> bool {
+        self.wanted.contains(&key)
+            || nodes
+                .iter()
+                .any(|n| matches!(n, Node::String(s) if self.wanted.contains(s)))
+    }
 }
 
 /// The record at `nodes[0]` with [`Prune`]'s members left out; `None` to leave the fast path.
 fn tape_record_pruned(nodes: &[Node<'_>], prune: &Prune) -> Option<Value> {
     let Node::Object { len, .. } = *nodes.first()? else {
         return tape_value(nodes, &mut 0, 0);
+    };
+    // A record naming a member twice is built whole (see `tape_members`), the members of
+    // `object` left out as `pruned_object` leaves them.
+    let unread = if prune.unread.is_empty() || tape_members(nodes, 0).is_some() {
+        prune.unread
+    } else {
+        &[]
     };
     let mut at = 1;
     let mut map = Map::with_capacity(len);
@@ -1206,6 +1229,13 @@ fn tape_record_pruned(nodes: &[Node<'_>], prune: &Prune) -> Option<Value> {
             return None;
         };
         at += 1;
+        if unread.contains(&key) {
+            let end = at + span(nodes, at)?;
+            if !prune.wants(key, nodes.get(at..end)?) {
+                at = end;
+                continue;
+            }
+        }
         let value = if key == prune.object {
             pruned_object(nodes, &mut at, prune)?
         } else {
@@ -1232,15 +1262,11 @@ fn pruned_object(nodes: &[Node<'_>], at: &mut usize, prune: &Prune) -> Option<Va
     let Some(members) = tape_members(nodes, start) else {
         return tape_value(nodes, at, 1);
     };
-    let wanted = |n: &Node<'_>| matches!(n, Node::String(s) if prune.wanted.contains(s));
     *at = start + 1;
     let mut map = Map::with_capacity(members.len());
     for (key, value) in members {
         let end = value + span(nodes, value)?;
-        if prune.read.contains(&key)
-            || prune.wanted.contains(&key)
-            || nodes.get(value..end)?.iter().any(wanted)
-        {
+        if prune.read.contains(&key) || prune.wants(key, nodes.get(value..end)?) {
             *at = value;
             map.insert(key.to_owned(), tape_value(nodes, at, 2)?);
         }
@@ -1766,6 +1792,7 @@ mod tests {
         let prune = Prune {
             object: "message",
             read: &["role", "content"],
+            unread: &["toolUseResult"],
             wanted,
         };
         let record = LineParser::default()
@@ -1795,6 +1822,22 @@ mod tests {
         assert_eq!(pruned(other, &[]), other);
         let empty = r#"{"message":{},"after":[1,{"b":null}]}"#;
         assert_eq!(pruned(empty, &[]), empty);
+        // A member of the record the reader never reads goes whole, unless a wanted key is in
+        // it; what follows it is read in its place.
+        let result =
+            r#"{"type":"user","toolUseResult":{"stdout":"ok","n":[1,{"x":2}]},"uuid":"u"}"#;
+        assert_eq!(pruned(result, &[]), r#"{"type":"user","uuid":"u"}"#);
+        let named = r#"{"toolUseResult":{"agent":{"model":"m"}},"uuid":"u"}"#;
+        assert_eq!(pruned(named, &["model"]), named);
+        let scalar = r#"{"toolUseResult":"Error: no","uuid":"u"}"#;
+        assert_eq!(pruned(scalar, &["model"]), r#"{"uuid":"u"}"#);
+        // A record naming a member twice keeps it, as a whole read does (first place, last
+        // value).
+        let twice = r#"{"toolUseResult":1,"uuid":"u","toolUseResult":{"a":2}}"#;
+        assert_eq!(
+            pruned(twice, &[]),
+            r#"{"toolUseResult":{"a":2},"uuid":"u"}"#
+        );
     }
 
     #[test]

@@ -101,7 +101,13 @@ impl ReadFace for ClaudeCodeReader {
     }
 
     fn read(&self, source: &Origin, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
-        read_source(source, false, false, &mut crate::face::events(source, emit));
+        read_source(
+            source,
+            false,
+            false,
+            None,
+            &mut crate::face::events(source, emit),
+        );
     }
 
     fn read_items(
@@ -110,7 +116,26 @@ impl ReadFace for ClaudeCodeReader {
         defer: bool,
         emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
     ) {
-        read_source(source, true, defer, emit);
+        read_source(source, true, defer, None, emit);
+    }
+
+    /// [`read_items`](ReadFace::read_items), a turn's `toolUseResult` and the members of its
+    /// `message` the mapping does not read (`usage`, `id`, `stop_reason`, ...) left unbuilt
+    /// where none of the writer's keys occurs in them ([`jsonl::Prune`]).
+    fn read_items_for(
+        &self,
+        source: &Origin,
+        defer: bool,
+        wanted: &'static [&'static str],
+        emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
+    ) {
+        let prune = jsonl::Prune {
+            object: "message",
+            read: MESSAGE_READS,
+            unread: &["toolUseResult"],
+            wanted,
+        };
+        read_source(source, true, defer, Some(&prune), emit);
     }
 
     fn companions(&self, source: &Origin) -> Vec<Origin> {
@@ -403,10 +428,14 @@ enum Slot {
     Refused,
 }
 
+/// The members of a turn's `message` the mapping reads ([`records::placement`], `turn`).
+const MESSAGE_READS: &[&str] = &["content", "model"];
+
 fn read_source(
     source: &Origin,
     raw_carriers: bool,
     defer: bool,
+    prune: Option<&jsonl::Prune>,
     emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
 ) {
     // Both passes read a file of up to jsonl::HOLD_LIMIT bytes from one read into memory.
@@ -520,7 +549,7 @@ fn read_source(
         if carrier {
             return place(Locator::Line(line), bytes, surveyed, None, emit);
         }
-        let fault = match parser.record(source, line, bytes) {
+        let fault = match parser.record_pruned(source, line, bytes, prune) {
             Ok(record) => return place(Locator::Line(line), bytes, surveyed, Some(record), emit),
             Err(fault) => fault,
         };
@@ -763,4 +792,48 @@ fn read_sidecar(sidecar: &Origin) -> Result<Value, ParseError> {
     })?;
     let record = Record::from_value(sidecar, Locator::File, value)?;
     Ok(Value::Object(bounded_object(record.into_rest())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pond_canonical::Message;
+
+    /// The messages `read_items_for` (or, with `None`, `read_items`) makes of `lines`.
+    fn messages(lines: &str, wanted: Option<&'static [&'static str]>) -> Vec<Message> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, lines).unwrap();
+        let origin = Origin::new(CODEC_NAME, &path, "s.jsonl");
+        crate::face::messages_read(&ClaudeCodeReader, &origin, wanted)
+    }
+
+    #[test]
+    fn a_foreign_read_leaves_unbuilt_what_the_writer_never_reads() {
+        let lines = concat!(
+            r#"{"type":"assistant","sessionId":"s","cwd":"/p","message":{"id":"m1","role":"assistant","model":"opus","usage":{"input_tokens":3},"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]},"uuid":"a1","timestamp":"2026-01-01T00:00:01Z"}"#,
+            "\n",
+            r#"{"type":"user","sessionId":"s","cwd":"/p","message":{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"ok"}]},"toolUseResult":{"stdout":"ok","stderr":""},"uuid":"u1","parentUuid":"a1","timestamp":"2026-01-01T00:00:02Z"}"#,
+            "\n",
+        );
+        let whole = messages(lines, None);
+        let pruned = messages(lines, Some(&["model"]));
+        assert_eq!(whole.len(), 2);
+        assert_eq!(pruned.len(), 2);
+        let envelope = |m: &Message| m.options()["source"]["envelope"].clone();
+        // `toolUseResult` and `usage`, which no writer reads, are built only for a whole read.
+        assert_eq!(envelope(&whole[1])["toolUseResult"]["stdout"], "ok");
+        assert!(envelope(&pruned[1]).get("toolUseResult").is_none());
+        assert_eq!(envelope(&pruned[1])["cwd"], "/p");
+        assert_eq!(whole[0].options()["anthropic"]["usage"]["input_tokens"], 3);
+        assert!(pruned[0].options()["anthropic"].get("usage").is_none());
+        // What the writer looks for, and what the mapping reads, are there.
+        assert_eq!(pruned[0].options()["anthropic"]["model"], "opus");
+        assert_eq!(whole[0].parts(), pruned[0].parts());
+        assert_eq!(whole[1].parts(), pruned[1].parts());
+        // A `toolUseResult` that names a wanted key is kept.
+        let named = lines.replace(r#""stderr":"""#, r#""model":"haiku""#);
+        let kept = messages(&named, Some(&["model"]));
+        assert_eq!(envelope(&kept[1])["toolUseResult"]["model"], "haiku");
+    }
 }

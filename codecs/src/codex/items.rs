@@ -59,12 +59,14 @@ pub(crate) fn map_item(
         .and_then(|t| t.get().as_str())
         .map(str::to_owned);
     let mut message = match kind.as_deref() {
-        Some("message") => content_message(session, id, timestamp, &mut payload, &mut taken),
+        Some("message") => {
+            content_message(session, id, timestamp, &mut payload, &mut taken, wanted)
+        }
         Some("reasoning") => reasoning(session, id, timestamp, &mut payload, &mut taken),
         Some("function_call_output" | "custom_tool_call_output") => {
             tool_result(session, id, timestamp, &mut payload, &mut taken)
         }
-        _ => tool_call(session, id, timestamp, &mut payload, &mut taken),
+        _ => tool_call(session, id, timestamp, &mut payload, &mut taken, wanted),
     };
     let options = message.options_mut();
     // model-lossless-projection: every field not taken into a part stays in options (but for
@@ -78,8 +80,17 @@ pub(crate) fn map_item(
             Value::Object(bounded_object(payload)),
         );
     }
-    put(options, "pond", keys::TAKEN, Value::from(taken));
+    // The native writer's record of what was taken; no foreign writer reads `options.pond`.
+    if wanted.is_none() {
+        put(options, "pond", keys::TAKEN, Value::from(taken));
+    }
     message
+}
+
+/// Whether leftovers `rest` go to options: always for a native write; for a foreign one
+/// (`wanted`: its writer's option keys) only when one of those keys occurs in them.
+fn keep(rest: &Map<String, Value>, wanted: Option<&[&str]>) -> bool {
+    wanted.is_none_or(|keys| names_any(rest, keys))
 }
 
 /// A user or assistant message under construction.
@@ -142,6 +153,7 @@ fn content_message(
     timestamp: Timestamp,
     payload: &mut Extracted<Map<String, Value>>,
     taken: &mut Vec<&'static str>,
+    wanted: Option<&[&str]>,
 ) -> Message {
     let p = payload.get();
     let role = member(p, "role")
@@ -178,15 +190,24 @@ fn content_message(
         if let Ok(items) = content.into_items() {
             for (i, item) in items.into_iter().enumerate() {
                 let label = labels.get(i).and_then(Option::as_deref);
-                push_content_item(&mut draft, &role, label, item);
+                push_content_item(&mut draft, &role, label, item, wanted);
             }
         }
     }
     draft.into_message()
 }
 
-/// One content item as one file part or one or more text parts (a provenance split).
-fn push_content_item(draft: &mut Draft, role: &str, label: Option<&str>, item: Extracted<Value>) {
+/// One content item as one file part or one or more text parts (a provenance split). For a
+/// foreign write (`wanted`) the item's leftovers are kept only as [`keep`] says, and pond's
+/// own marks (`options.pond`), which only the native writer reads, are not made.
+fn push_content_item(
+    draft: &mut Draft,
+    role: &str,
+    label: Option<&str>,
+    item: Extracted<Value>,
+    wanted: Option<&[&str]>,
+) {
+    let native = wanted.is_none();
     let Ok(mut item) = item.into_object() else {
         return;
     };
@@ -215,18 +236,22 @@ fn push_content_item(draft: &mut Draft, role: &str, label: Option<&str>, item: E
             None => (Text::generic_media_type(), FileData::url(url), "url"),
         };
         let mut part = FilePart::new(draft.key(), provenance, media_type, None, data);
-        put(
-            &mut part.options,
-            "source",
-            keys::ITEM,
-            Value::Object(bounded_object(item)),
-        );
-        put(
-            &mut part.options,
-            "pond",
-            keys::IMAGE_URL,
-            Value::from(mode),
-        );
+        if keep(item.get(), wanted) {
+            put(
+                &mut part.options,
+                "source",
+                keys::ITEM,
+                Value::Object(bounded_object(item)),
+            );
+        }
+        if native {
+            put(
+                &mut part.options,
+                "pond",
+                keys::IMAGE_URL,
+                Value::from(mode),
+            );
+        }
         draft.push_file(part);
         return;
     }
@@ -242,7 +267,7 @@ fn push_content_item(draft: &mut Draft, role: &str, label: Option<&str>, item: E
             .clone()
             .derive(|s| s.get(range).map(str::to_owned).unwrap_or_default());
         let mut part = TextPart::new(draft.key(), segment.provenance, Text::from(piece));
-        if let Some(item) = rest.take() {
+        if let Some(item) = rest.take().filter(|item| keep(item.get(), wanted)) {
             put(
                 &mut part.options,
                 "source",
@@ -250,7 +275,7 @@ fn push_content_item(draft: &mut Draft, role: &str, label: Option<&str>, item: E
                 Value::Object(bounded_object(item)),
             );
         }
-        if n > 0 {
+        if n > 0 && native {
             put(
                 &mut part.options,
                 "pond",
@@ -258,7 +283,7 @@ fn push_content_item(draft: &mut Draft, role: &str, label: Option<&str>, item: E
                 Value::Bool(true),
             );
         }
-        if let Some(kind) = segment.kind {
+        if let Some(kind) = segment.kind.filter(|_| native) {
             put(
                 &mut part.options,
                 "pond",
@@ -379,6 +404,7 @@ fn tool_call(
     timestamp: Timestamp,
     payload: &mut Extracted<Map<String, Value>>,
     taken: &mut Vec<&'static str>,
+    wanted: Option<&[&str]>,
 ) -> Message {
     let mut message = AssistantMessage::new(session, id, timestamp);
     let kind = payload
@@ -399,14 +425,19 @@ fn tool_call(
         "function_call" => take_string(payload, "arguments", taken).map(|args| {
             match serde_json::from_str::<Value>(args.get()) {
                 Ok(parsed) => {
-                    // The exact string is kept when compact JSON would not reproduce it.
-                    if serde_json::to_string(&parsed).ok().as_deref() != Some(args.get()) {
+                    // The exact string is kept when compact JSON would not reproduce it (for
+                    // the native writer: a foreign one writes the parsed value).
+                    if wanted.is_none()
+                        && serde_json::to_string(&parsed).ok().as_deref() != Some(args.get())
+                    {
                         extra.push(("source", keys::ARGUMENTS, Value::from(args.get().clone())));
                     }
                     Json::from(args.derive(|_| parsed))
                 }
                 Err(_) => {
-                    extra.push(("pond", keys::ARGUMENTS_NOT_JSON, Value::Bool(true)));
+                    if wanted.is_none() {
+                        extra.push(("pond", keys::ARGUMENTS_NOT_JSON, Value::Bool(true)));
+                    }
                     Json::from(args.derive(Value::String))
                 }
             }

@@ -552,7 +552,8 @@ fn place_record(
     } else {
         map_item(session, id, timestamp, record.into_rest(), wanted)
     };
-    if fallback {
+    // Only the native writer reads `options.pond`.
+    if fallback && wanted.is_none() {
         put(
             message.options_mut(),
             "pond",
@@ -956,5 +957,64 @@ mod tests {
         assert_eq!(faults.len(), 1, "{faults:?}");
         assert_eq!(faults[0].kind, ParseErrorKind::NoProject);
         assert_eq!(faults[0].locator, Locator::Line(1));
+    }
+
+    /// The messages `read_items_for` (or, with `None`, `read_items`) makes of a rollout.
+    fn messages(lines: &[&str], wanted: Option<&'static [&'static str]>) -> Vec<Message> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir
+            .path()
+            .join("rollout-2025-10-01T10-00-00-0199aaaa.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let origin = Origin::new(NAME, &path, "rollout.jsonl");
+        crate::face::messages_read(&CodexReader, &origin, wanted)
+    }
+
+    #[test]
+    fn a_foreign_read_makes_no_marks_only_the_native_writer_reads() {
+        let header = ENVELOPE_HEADER.replace(r#""originator""#, r#""cwd":"/w","originator""#);
+        let user = r#"{"timestamp":"2025-10-01T10:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<user_instructions>\nbe brief\n</user_instructions>\nhello"}]}}"#;
+        let call = r#"{"timestamp":"2025-10-01T10:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"not json","call_id":"c1"}}"#;
+        let lines = [header.as_str(), user, call];
+        let whole = messages(&lines, None);
+        let pruned = messages(&lines, Some(&["model"]));
+        assert_eq!(whole.len(), 2);
+        assert_eq!(pruned.len(), 2);
+        // The native writer's marks: what was taken, where a split text continues, a call's
+        // arguments that are not JSON; and each content item's leftovers.
+        assert!(whole[0].options()["pond"][keys::TAKEN].is_array());
+        let text_options = |m: &Message| {
+            m.part_refs()
+                .iter()
+                .map(|p| p.options().clone())
+                .collect::<Vec<_>>()
+        };
+        let native = text_options(&whole[0]);
+        assert!(native.len() > 1, "a provenance split: {native:?}");
+        assert!(native[0]["source"].get(keys::ITEM).is_some());
+        assert_eq!(native[1]["pond"][keys::CONTINUES], true);
+        assert_eq!(
+            text_options(&whole[1])[0]["pond"][keys::ARGUMENTS_NOT_JSON],
+            true
+        );
+        // None of them for a foreign write whose writer looks for `model` alone; the parts are
+        // the same.
+        for m in &pruned {
+            assert!(m.options().get("pond").is_none(), "{:?}", m.options());
+            assert!(text_options(m).iter().all(|o| o.is_empty()), "{m:?}");
+        }
+        for (a, b) in whole.iter().zip(&pruned) {
+            let strip = |m: &Message| {
+                m.parts()
+                    .into_iter()
+                    .map(|p| {
+                        let mut v = serde_json::to_value(p).unwrap();
+                        v.as_object_mut().unwrap().remove("options");
+                        v
+                    })
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(strip(a), strip(b));
+        }
     }
 }

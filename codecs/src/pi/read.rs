@@ -157,6 +157,7 @@ pub(crate) fn read<'o>(
     let prune = wanted.map(|wanted| jsonl::Prune {
         object: "message",
         read: MESSAGE_READS,
+        unread: &[],
         wanted,
     });
     // Both passes read a file of up to jsonl::HOLD_LIMIT bytes from one read into memory.
