@@ -32,12 +32,17 @@ pub(crate) fn uuid_v5(namespace: &[u8; 16], name: impl fmt::Display) -> String {
 /// [`uuid_v5`] of the name that is the concatenation of `pieces`, hashed piece by piece without
 /// `fmt`'s machinery (one UUID per line of a Claude Code write).
 pub(crate) fn uuid_v5_of(namespace: &[u8; 16], pieces: &[&[u8]]) -> String {
+    uuid_text(sha1_of(namespace, pieces))
+}
+
+/// [`sha1_named`] of the name that is the concatenation of `pieces`.
+pub(crate) fn sha1_of(prefix: &[u8], pieces: &[&[u8]]) -> [u8; 20] {
     let mut hashing = Sha1::new();
-    hashing.update(namespace);
+    hashing.update(prefix);
     for piece in pieces {
         hashing.update(piece);
     }
-    uuid_text(hashing.finalize().into())
+    hashing.finalize().into()
 }
 
 /// The version-5 UUID text of a SHA-1 hash.

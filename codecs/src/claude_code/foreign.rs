@@ -27,7 +27,7 @@
 //! `tool_call_unpaired`), and a result that arrives for no waiting call (after that, before its
 //! call, or never called) is left out at once (loss `tool_result_unpaired`).
 
-use super::naming::{encode_cwd, hex_id, is_uuid, resume_command, uuid_v5, uuid_v5_of};
+use super::naming::{encode_cwd, hex_id, hex_id_of, is_uuid, resume_command, uuid_v5, uuid_v5_of};
 use crate::face::{At, CarriedLine, Losses, Target, WriteError, Written};
 use crate::hold::{MAX_HELD, harness_only};
 use crate::jsonl::{self, write_str, write_value};
@@ -547,7 +547,7 @@ impl Stream {
                 slot.result = Some(Found {
                     part: part.clone(),
                     timestamp: m.timestamp().as_str().to_owned(),
-                    message: m.id().to_string(),
+                    message: m.id().as_str().to_owned(),
                 });
             }
             None => losses.record(
@@ -870,7 +870,7 @@ impl Stream {
         }
         if !blocks.is_empty() {
             response.held.push(Held {
-                message: m.id().to_string(),
+                message: m.id().as_str().to_owned(),
                 timestamp: m.timestamp().as_str().to_owned(),
                 model: self.model.clone(),
                 blocks,
@@ -973,13 +973,13 @@ impl Stream {
             }
             let id = response_id
                 .get_or_insert_with(|| {
-                    format!(
-                        "msg_{}",
-                        hex_id(
-                            format_args!("response:{}:{}", self.canonical, h.message),
-                            24
-                        )
-                    )
+                    let name: [&[u8]; 4] = [
+                        b"response:",
+                        self.canonical.as_bytes(),
+                        b":",
+                        h.message.as_bytes(),
+                    ];
+                    format!("msg_{}", hex_id_of(&name, 24))
                 })
                 .clone();
             let message = Body::Assistant {

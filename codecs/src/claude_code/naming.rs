@@ -76,6 +76,14 @@ pub fn hex_id(name: impl std::fmt::Display, n: usize) -> String {
     h
 }
 
+/// [`hex_id`] of the name that is the concatenation of `pieces`, without `fmt`'s machinery (one
+/// per assistant message of a Claude Code write).
+pub(crate) fn hex_id_of(pieces: &[&[u8]], n: usize) -> String {
+    let mut h = digest::hex(&digest::sha1_of(&NAMESPACE, pieces));
+    h.truncate(n.min(40));
+    h
+}
+
 /// `cd '<cwd>' && claude --resume <id>`, the cwd single-quoted for a POSIX shell.
 pub fn resume_command(cwd: &str, session: &str) -> String {
     format!(
@@ -111,6 +119,14 @@ mod tests {
         assert_eq!(&a[14..15], "5");
         assert!(!is_uuid("../../.bashrc"));
         assert!(is_uuid("019c8a70-dda7-7f33-98ea-f30553347322"));
+    }
+
+    #[test]
+    fn ids_from_pieces_are_those_from_their_concatenation() {
+        let pieces: [&[u8]; 4] = [b"response:", b"s-1", b":", b"L7"];
+        assert_eq!(hex_id_of(&pieces, 24), hex_id("response:s-1:L7", 24));
+        assert_eq!(hex_id_of(&pieces, 24).len(), 24);
+        assert_eq!(uuid_v5_of(&pieces), uuid_v5("response:s-1:L7"));
     }
 
     #[test]
