@@ -4,7 +4,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use pond_canonical::escape_controls;
 use pond_codecs::convert::{Summary, convert_with_project};
 use pond_codecs::face::Sniff;
-use pond_codecs::output::{Compared, DirOutput, SingleFileOutput};
+use pond_codecs::output::{Compared, Delivered, DirOutput, SingleFileOutput};
 use pond_codecs::{Codec, Layout, Output, registry};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -44,12 +44,14 @@ pub struct ConvertArgs {
 
     /// Write the target's native layout under DIR (it may exist; files in it are never
     /// overwritten: one there already with exactly the bytes this run writes is left as it is
-    /// and counts as written, one with other content is an error).
+    /// and counts as written, one holding their first lines (the source grew since) gets the
+    /// rest appended, one with other content is an error).
     #[arg(long, value_name = "DIR", conflicts_with = "output")]
     out: Option<PathBuf>,
 
     /// Write the single resulting file to FILE (`-` for stdout, the default without --out).
-    /// FILE is never overwritten: there already with exactly these bytes, it is left as it is.
+    /// FILE is never overwritten: there already with exactly these bytes, it is left as it is;
+    /// holding their first lines, it gets the rest appended.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
 
@@ -253,10 +255,10 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
             // difference is said once.
             let refused = r.as_ref().is_ok_and(|s| !s.write_errors.is_empty());
             let ended = match out.sink_mut() {
-                FileSink::There(c) if !refused => {
-                    compared_file = Some(file.display().to_string());
-                    c.end().map_err(|e| e.to_string())
-                }
+                FileSink::There(c) if !refused => c
+                    .end()
+                    .map(|d| compared_file = Some((file.display().to_string(), d)))
+                    .map_err(|e| e.to_string()),
                 _ => Ok(()),
             };
             finish_with(r, flushed.and(ended))
@@ -288,10 +290,13 @@ pub fn run(args: ConvertArgs, json: bool) -> ExitCode {
             return ExitCode::from(EXIT_PARTIAL);
         }
     };
-    if let Some(file) = compared_file
+    if let Some((file, delivered)) = compared_file
         && summary.write_errors.is_empty()
     {
-        summary.unchanged.push(file);
+        match delivered {
+            Delivered::Unchanged => summary.unchanged.push(file),
+            Delivered::Extended(_) => summary.extended.push(file),
+        }
     }
     if from_stdin {
         // A fault in stdin's private copy is located in stdin, by its line.
@@ -542,11 +547,18 @@ fn print_summary(from: &Codec, to: &Codec, s: &Summary, json: bool, stdout_free:
     print_unchanged(s);
 }
 
-/// The files a run found written already, as it would write them (left as they were).
+/// The files a run found written already, as it would write them (left as they were), or
+/// their start (extended with the rest).
 pub(crate) fn print_unchanged(s: &Summary) {
     for file in &s.unchanged {
         eprintln!(
             "  unchanged: {} (there already, byte for byte as this run writes it)",
+            escape_controls(file)
+        );
+    }
+    for file in &s.extended {
+        eprintln!(
+            "  extended: {} (there already as the start of what this run writes: the rest appended)",
             escape_controls(file)
         );
     }

@@ -212,7 +212,8 @@ pub struct RestoreArgs {
     #[arg(long, value_name = "CODEC")]
     to: String,
     /// Write under DIR (files there are never overwritten; one there already with exactly the
-    /// bytes this restore writes is left as it is and counts as restored).
+    /// bytes this restore writes is left as it is and counts as restored; one holding their
+    /// first lines, restored before the session grew, gets the rest appended).
     #[arg(
         long,
         value_name = "DIR",

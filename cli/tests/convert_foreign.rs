@@ -198,7 +198,7 @@ fn install_into_pi_writes_where_pi_session_dir_points() {
 }
 
 #[test]
-fn install_writes_where_claude_looks_prints_resume_and_never_overwrites_what_differs() {
+fn install_writes_where_claude_looks_prints_resume_extends_and_never_overwrites_what_differs() {
     let home = tempfile::tempdir().unwrap();
     let run = || {
         pond()
@@ -239,6 +239,22 @@ fn install_writes_where_claude_looks_prints_resume_and_never_overwrites_what_dif
         text(&again)
     );
     assert_eq!(std::fs::read(installed).unwrap(), bytes);
+    // Installed when the source was shorter (its first lines): extended with the rest, the
+    // session resumable.
+    let first_lines = bytes[..bytes.len() - 1]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap();
+    std::fs::write(installed, &bytes[..=first_lines]).unwrap();
+    let grown = run();
+    assert_eq!(grown.status.code(), Some(0), "{}", text(&grown));
+    assert!(text(&grown).contains("extended: "), "{}", text(&grown));
+    assert!(
+        String::from_utf8_lossy(&grown.stdout).contains(resume),
+        "{}",
+        text(&grown)
+    );
+    assert_eq!(std::fs::read(installed).unwrap(), bytes);
     // Once the harness has written to it, an install refuses to overwrite it ...
     let mut resumed = bytes.clone();
     resumed.extend_from_slice(b"{\"type\":\"summary\",\"summary\":\"resumed\"}\n");
@@ -259,8 +275,9 @@ fn install_writes_where_claude_looks_prints_resume_and_never_overwrites_what_dif
     );
 }
 
-/// `-o FILE` there already: compared, never written. The same bytes are done (unchanged, exit
-/// 0); a file that differs, is longer or is shorter is refused (exit 1) and left as it was.
+/// `-o FILE` there already: compared, never overwritten. The same bytes are done (unchanged,
+/// exit 0); its first lines (the source grew since) are extended with the rest (exit 0); a file
+/// that differs, is longer or ends inside a line is refused (exit 1) and left as it was.
 #[test]
 fn an_output_file_there_already_is_compared_never_written() {
     let dir = tempfile::tempdir().unwrap();
@@ -281,12 +298,27 @@ fn an_output_file_there_already_is_compared_never_written() {
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));
     assert!(text(&again).contains("unchanged: "), "{}", text(&again));
     assert_eq!(std::fs::read(&file).unwrap(), bytes);
+    // The first lines: the rest is appended, and said.
+    let line_end = bytes[..bytes.len() / 2]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap();
+    std::fs::write(&file, &bytes[..=line_end]).unwrap();
+    let extended = run();
+    assert_eq!(extended.status.code(), Some(0), "{}", text(&extended));
+    assert!(
+        text(&extended).contains("extended: "),
+        "{}",
+        text(&extended)
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), bytes);
     let mut longer = bytes.clone();
     longer.extend_from_slice(b"{}\n");
     let mut changed = bytes.clone();
     let last = changed.len() - 3;
     changed[last] ^= 1;
-    for other in [longer, bytes[..bytes.len() / 2].to_vec(), changed] {
+    let inside_a_line = bytes[..=line_end + 2].to_vec();
+    for other in [longer, inside_a_line, changed] {
         std::fs::write(&file, &other).unwrap();
         let refused = run();
         assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));

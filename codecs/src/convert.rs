@@ -44,6 +44,11 @@ pub struct Summary {
     /// again). Relative paths.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unchanged: Vec<String>,
+    /// Files that existed already holding the start of what this run writes, ending at a
+    /// line's end (the source grew since they were written): the rest was appended, their
+    /// sessions counted in `written`. Relative paths.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extended: Vec<String>,
 }
 
 impl Summary {
@@ -53,7 +58,8 @@ impl Summary {
     }
 
     /// Keeps in [`Summary::written`] only the sessions whose main file `out` delivered: created
-    /// by this run, or found holding exactly what it would write ([`Summary::unchanged`]). A
+    /// by this run, found holding exactly what it would write ([`Summary::unchanged`]), or
+    /// holding its start and extended ([`Summary::extended`]). A
     /// writer names a session when it starts it; a write refused because the file exists
     /// already with other content (pond never overwrites) leaves it named but unwritten.
     pub fn keep_delivered(&mut self, out: &crate::output::DirOutput) {
@@ -61,6 +67,7 @@ impl Summary {
         let delivered: HashSet<&str> = delivered.iter().map(String::as_str).collect();
         self.written.retain(|w| delivered.contains(w.file.as_str()));
         self.unchanged = out.unchanged().to_vec();
+        self.extended = out.extended().to_vec();
     }
 
     /// Counts one carrier handed over as its source line: a message with no parts.

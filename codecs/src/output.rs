@@ -12,9 +12,11 @@ use std::path::PathBuf;
 ///
 /// A file that exists already is compared with what would be written instead, a buffer at a
 /// time: when it holds exactly those bytes (the same session converted or restored again), it
-/// is left as it is and the write counts as done ([`Self::unchanged`]); at the first byte that
-/// differs, or at the end of a unit when the file is longer, the write is refused
-/// ([`WriteError::Differs`]).
+/// is left as it is and the write counts as done ([`Self::unchanged`]); when it holds their
+/// start, ending at a line's end (the source grew since), the rest is appended when the unit
+/// ends ([`Self::extended`]); at the first byte that differs, or at the end of a unit when the
+/// file is longer, the write is refused ([`WriteError::Differs`]), and with it every existing
+/// file of the unit (none is extended).
 pub struct DirOutput {
     root: PathBuf,
     open: BTreeMap<String, BufWriter<File>>,
@@ -28,6 +30,8 @@ pub struct DirOutput {
     comparing: BTreeMap<String, Compared>,
     /// Files that existed and were found to hold exactly what this run would write.
     unchanged: Vec<String>,
+    /// Files that existed holding the start of what this run would write, extended.
+    extended: Vec<String>,
     /// Files that existed with other content.
     refused: HashSet<String>,
     /// Whether a file of the unit being written was refused for its content: then no file of
@@ -49,6 +53,7 @@ impl DirOutput {
             sealed: BTreeSet::new(),
             comparing: BTreeMap::new(),
             unchanged: Vec::new(),
+            extended: Vec::new(),
             refused: HashSet::new(),
             unit_differs: false,
         }
@@ -65,12 +70,19 @@ impl DirOutput {
         &self.unchanged
     }
 
-    /// The files this run wrote or found written as it would write them: the sessions it
-    /// delivered.
+    /// The relative paths that existed already holding the start of what this run would
+    /// write, and were extended with the rest, in the order their units ended.
+    pub fn extended(&self) -> &[String] {
+        &self.extended
+    }
+
+    /// The files this run wrote, found written as it would write them, or extended: the
+    /// sessions it delivered.
     pub fn delivered(&self) -> Vec<String> {
         self.written
             .iter()
             .chain(&self.unchanged)
+            .chain(&self.extended)
             .cloned()
             .collect()
     }
@@ -104,22 +116,30 @@ impl DirOutput {
     }
 
     /// Ends the unit's comparisons: a file read to its end held what was written; one with
-    /// more bytes did not. When every file of the unit compared holds what was written (and
-    /// none was refused before), they are unchanged; otherwise all are refused, and the first
-    /// difference is returned.
+    /// more bytes did not. When every file of the unit compared holds what was written, or its
+    /// start (and none was refused before), they are unchanged or extended; otherwise all are
+    /// refused, none extended, and the first difference is returned.
     fn end_comparisons(&mut self) -> Result<(), WriteError> {
         let mut compared = std::mem::take(&mut self.comparing);
-        let first = compared
+        let mut first = compared
             .values_mut()
             .find_map(|c| c.ends_here().err().map(|m| c.write_error(m)));
         let differs = std::mem::take(&mut self.unit_differs) || first.is_some();
-        for relative in compared.into_keys() {
+        for (relative, mut c) in compared {
             if differs {
                 self.refused.insert(relative);
-            } else {
-                self.sealed.insert(relative.clone());
-                self.unchanged.push(relative);
+                continue;
             }
+            match c.extend() {
+                Ok(Delivered::Unchanged) => self.unchanged.push(relative.clone()),
+                Ok(Delivered::Extended(_)) => self.extended.push(relative.clone()),
+                Err(m) => {
+                    first.get_or_insert(c.write_error(m));
+                    self.refused.insert(relative);
+                    continue;
+                }
+            }
+            self.sealed.insert(relative);
         }
         first.map_or(Ok(()), Err)
     }
@@ -308,18 +328,38 @@ impl<W: Write> Output for SingleFileOutput<W> {
 /// A file there already, read as what would be written is compared with it, never written:
 /// [`DirOutput`]'s comparisons, and a sink of its own for a single output file (`convert -o
 /// FILE`) that exists.
+///
+/// A file that ends, at the end of a line, before what would be written does, every byte of
+/// it the same (the source grew since it was written): the rest is kept, in memory, and
+/// appended when the write ends ([`Compared::extend`]), so that a refusal found later (in
+/// another file of the same unit) leaves the file as it was.
 pub struct Compared {
     reader: BufReader<File>,
     path: PathBuf,
     scratch: Vec<u8>,
+    /// How many bytes of the file were compared equal.
+    matched: u64,
+    /// The last of them.
+    last: Option<u8>,
+    /// What follows the file's end, once it ended at a line's end with every byte equal.
+    rest: Option<Vec<u8>>,
 }
 
 /// Why a write could not be taken for what a [`Compared`] file holds.
 enum Mismatch {
-    /// The file holds other bytes, or fewer, or more.
+    /// The file holds other bytes, or more, or fewer where it does not end a line.
     Differs,
     /// Reading it failed.
     Io(std::io::Error),
+}
+
+/// What a [`Compared`] file was found to be, the write ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivered {
+    /// Exactly what was written: left as it was.
+    Unchanged,
+    /// The start of what was written: the rest was appended (this many bytes).
+    Extended(u64),
 }
 
 impl Compared {
@@ -329,32 +369,70 @@ impl Compared {
             reader: BufReader::with_capacity(256 * 1024, File::open(path)?),
             path: path.to_owned(),
             scratch: Vec::new(),
+            matched: 0,
+            last: None,
+            rest: None,
         })
     }
 
-    /// Whether the file's next bytes are `bytes` (read past them either way).
+    /// Whether the file's next bytes are `bytes` (read past them either way), or the file
+    /// ended at a line's end before them (they are kept, to be appended).
     fn next_are(&mut self, bytes: &[u8]) -> Result<(), Mismatch> {
-        for chunk in bytes.chunks(64 * 1024) {
+        if let Some(rest) = &mut self.rest {
+            rest.extend_from_slice(bytes);
+            return Ok(());
+        }
+        for (i, chunk) in bytes.chunks(64 * 1024).enumerate() {
             self.scratch.resize(chunk.len(), 0);
-            match self.reader.read_exact(&mut self.scratch) {
-                Ok(()) if self.scratch == chunk => {}
-                Ok(()) => return Err(Mismatch::Differs),
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            let got = read_up_to(&mut self.reader, &mut self.scratch).map_err(Mismatch::Io)?;
+            if self.scratch[..got] != chunk[..got] {
+                return Err(Mismatch::Differs);
+            }
+            self.matched += got as u64;
+            if got > 0 {
+                self.last = Some(chunk[got - 1]);
+            }
+            if got < chunk.len() {
+                // The file ended: at a line's end, what follows is kept to be appended.
+                if self.last != Some(b'\n') {
                     return Err(Mismatch::Differs);
                 }
-                Err(e) => return Err(Mismatch::Io(e)),
+                let at = i * 64 * 1024 + got;
+                self.rest = Some(bytes[at..].to_vec());
+                return Ok(());
             }
         }
         Ok(())
     }
 
-    /// Whether the file ends where what was compared did.
+    /// Whether the file ends where what was compared did (or before it, to be extended).
     fn ends_here(&mut self) -> Result<(), Mismatch> {
+        if self.rest.is_some() {
+            return Ok(());
+        }
         match self.reader.fill_buf() {
             Ok([]) => Ok(()),
             Ok(_) => Err(Mismatch::Differs),
             Err(e) => Err(Mismatch::Io(e)),
         }
+    }
+
+    /// The write ended and the file held its start: appends the rest, unless the file is no
+    /// longer the one compared (another process wrote to it since), which refuses it.
+    fn extend(&mut self) -> Result<Delivered, Mismatch> {
+        let Some(rest) = self.rest.take() else {
+            return Ok(Delivered::Unchanged);
+        };
+        let mut file = OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .map_err(Mismatch::Io)?;
+        if file.metadata().map_err(Mismatch::Io)?.len() != self.matched {
+            return Err(Mismatch::Differs);
+        }
+        file.write_all(&rest).map_err(Mismatch::Io)?;
+        file.flush().map_err(Mismatch::Io)?;
+        Ok(Delivered::Extended(rest.len() as u64))
     }
 
     fn io_error(&self, m: Mismatch) -> std::io::Error {
@@ -375,10 +453,27 @@ impl Compared {
         }
     }
 
-    /// Everything was written: the file must end here.
-    pub fn end(&mut self) -> std::io::Result<()> {
-        self.ends_here().map_err(|m| self.io_error(m))
+    /// Everything was written: the file must end here, or have ended at a line's end before
+    /// it (then the rest is appended).
+    pub fn end(&mut self) -> std::io::Result<Delivered> {
+        self.ends_here()
+            .and_then(|()| self.extend())
+            .map_err(|m| self.io_error(m))
     }
+}
+
+/// Reads into `buf` until it is full or the reader ends; how many bytes were read.
+fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match reader.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 impl Write for Compared {
@@ -450,7 +545,8 @@ mod tests {
                 ("new.jsonl", "ok"),
                 ("same-too.jsonl", "ok"),
                 ("same.jsonl", "ok"),
-                ("shorter.jsonl", "differs"),
+                // Its start, to be extended when the unit ends, which it does refused.
+                ("shorter.jsonl", "ok"),
             ]
         );
         // The longer file differs only at its end: the unit's error.
@@ -475,6 +571,61 @@ mod tests {
         assert!(matches!(
             out.append("differs.jsonl", b"line one\n"),
             Err(WriteError::Differs { .. })
+        ));
+    }
+
+    /// A file that holds the start of what would be written, up to a line's end, is extended
+    /// with the rest when its unit ends, and only then; one that ends inside a line, or that
+    /// another process changed meanwhile, is refused and keeps its content.
+    #[test]
+    fn an_existing_file_holding_the_start_is_extended_when_its_unit_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name);
+        let write = |name: &str, content: &[u8]| std::fs::write(path(name), content).unwrap();
+        let read = |name: &str| std::fs::read(path(name)).unwrap();
+        write("grew.jsonl", b"line one\n");
+        write("cut.jsonl", b"line one\nline t");
+        write("raced.jsonl", b"line one\n");
+        write("empty.jsonl", b"");
+        let body: [&[u8]; 3] = [b"line one\n", b"line two\n", b"line three\n"];
+        let mut out = DirOutput::new(dir.path());
+        let unit = |out: &mut DirOutput, name: &str| {
+            let r = body.iter().try_for_each(|b| out.append(name, b));
+            (r, out.end_unit())
+        };
+        // Nothing is appended before the unit ends.
+        body.iter()
+            .try_for_each(|b| out.append("grew.jsonl", b))
+            .unwrap();
+        assert_eq!(read("grew.jsonl"), b"line one\n");
+        out.end_unit().unwrap();
+        assert_eq!(read("grew.jsonl"), b"line one\nline two\nline three\n");
+        let (r, end) = unit(&mut out, "cut.jsonl");
+        assert!(matches!(r, Err(WriteError::Differs { .. })), "{r:?}");
+        assert!(end.is_ok(), "said once: {end:?}");
+        assert_eq!(read("cut.jsonl"), b"line one\nline t");
+        let (r, end) = unit(&mut out, "empty.jsonl");
+        assert!(matches!(r, Err(WriteError::Differs { .. })), "{r:?}");
+        assert!(end.is_ok(), "{end:?}");
+        // Another process appends between the comparison and the unit's end.
+        body.iter()
+            .try_for_each(|b| out.append("raced.jsonl", b))
+            .unwrap();
+        write("raced.jsonl", b"line one\nline 2\n");
+        let end = out.end_unit();
+        assert!(
+            matches!(&end, Err(WriteError::Differs { path }) if path.ends_with("raced.jsonl")),
+            "{end:?}"
+        );
+        assert_eq!(read("raced.jsonl"), b"line one\nline 2\n");
+        out.finish().unwrap();
+        assert_eq!(out.extended(), ["grew.jsonl"]);
+        assert!(out.unchanged().is_empty());
+        assert_eq!(out.delivered(), ["grew.jsonl"]);
+        // Extended, it is sealed as a written file is.
+        assert!(matches!(
+            out.append("grew.jsonl", b"x"),
+            Err(WriteError::Exists { .. })
         ));
     }
 
