@@ -7,8 +7,10 @@ use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
 
 /// Files under a directory. Every path is checked to stay inside it, and a file that exists
-/// before this run is never opened for writing. Appends stream: each open file has one bounded
-/// buffer (at most [`MAX_OPEN_FILES`] of them), so no file is ever held whole in memory.
+/// before this run is never overwritten: it is opened for writing only to append to it what
+/// follows the bytes it was found to hold (below). Appends stream: each open file has one
+/// bounded buffer (at most [`MAX_OPEN_FILES`] of them), so no file written anew is ever held
+/// whole in memory.
 ///
 /// A file that exists already is compared with what would be written instead, a buffer at a
 /// time: when it holds exactly those bytes (the same session converted or restored again), it
