@@ -36,6 +36,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 /// Reads Claude Code transcripts: one file, a project folder, or a whole projects tree.
 pub struct ClaudeCodeReader;
@@ -285,6 +286,9 @@ struct SurveyedLine {
     duplicate_of: Option<u64>,
     /// Whether the line is carried whole as it is (see [`carried_as_is`]).
     carried: bool,
+    /// Whether its `type` is `user`: a turn that names no call, so its mapping needs nothing
+    /// of the lines after it and may be made from its line on either thread ([`raw_user_turn`]).
+    user: bool,
 }
 
 /// The envelope fields the survey reads.
@@ -379,6 +383,7 @@ fn survey(source: &Origin, held: Option<&[u8]>, two_threads: bool) -> Result<Sur
             group,
             duplicate_of,
             carried,
+            user: scan.str("type") == Some("user"),
         }
     };
     // Only the envelope fields the survey needs are decoded; the rest is skipped unbuilt.
@@ -462,13 +467,20 @@ fn read_source(
     }
     let mut slots: Vec<Slot> = survey.groups.iter().map(|_| Slot::Pending).collect();
     let mut tool_names = HashMap::new();
+    // With `defer`, the calls the assistant turns name, each with the record that named it, for
+    // the user turns handed over as their lines ([`raw_user_turn`]).
+    let log: Option<Arc<NameLog>> = defer.then(Default::default);
+    let mut seq = 0u64;
     let mut parser = jsonl::LineParser::default();
-    // Places one record: `record` is `None` for a line carried as its text (`bytes`).
+    // Places one record: `record` is `None` for a line carried as its text (`bytes`), or, with
+    // `raw`, for a user turn handed over as its line.
     let mut place = |at: Locator,
                      bytes: &[u8],
                      surveyed: Option<SurveyedLine>,
                      record: Option<pond_canonical::Record<'_>>,
+                     raw: bool,
                      emit: &mut dyn FnMut(Result<Item<'_>, ParseError>)| {
+        seq += 1;
         let Some(SurveyedLine {
             group,
             duplicate_of,
@@ -488,6 +500,20 @@ fn read_source(
         let Slot::Open { id, anchor } = &slots[group] else {
             return;
         };
+        if raw && let Some(log) = &log {
+            return emit(Ok(Item::Deferred(raw_user_turn(
+                RawTurn {
+                    at: at.clone(),
+                    line: bytes.to_vec(),
+                    session: id.clone(),
+                    anchor: anchor.clone(),
+                    duplicate_of,
+                    seq,
+                    prune: prune.copied(),
+                },
+                log.clone(),
+            ))));
+        }
         let Some(record) = record else {
             // Checked by `carried_as_is` to be a JSON object placed whole: the message is what the
             // record path below gives, built only if a writer asks for it.
@@ -501,6 +527,9 @@ fn read_source(
             };
             return emit(Ok(Item::Carried(CarriedLine::new(parts, carrier_message))));
         };
+        if let Some(log) = &log {
+            log.learn(&record, seq);
+        }
         if defer && timestamp_faultless(&record) {
             // `defer`: the mapping is handed over with the parsed record, for a conversion to
             // make on either thread. What it needs of the lines before it (the names of the calls
@@ -547,10 +576,23 @@ fn read_source(
                     .is_some_and(|scan| carried_as_is(&scan, bytes)),
             };
         if carrier {
-            return place(Locator::Line(line), bytes, surveyed, None, emit);
+            return place(Locator::Line(line), bytes, surveyed, None, false, emit);
+        }
+        // A user turn is parsed where it is mapped, on either thread.
+        if defer && surveyed.is_some_and(|s| s.user) {
+            return place(Locator::Line(line), bytes, surveyed, None, true, emit);
         }
         let fault = match parser.record_pruned(source, line, bytes, prune) {
-            Ok(record) => return place(Locator::Line(line), bytes, surveyed, Some(record), emit),
+            Ok(record) => {
+                return place(
+                    Locator::Line(line),
+                    bytes,
+                    surveyed,
+                    Some(record),
+                    false,
+                    emit,
+                );
+            }
             Err(fault) => fault,
         };
         // A line of several records (`{...}{...}`): a warning, then each record in order, as
@@ -565,7 +607,7 @@ fn read_source(
             match parser.record_at(source, at.clone(), piece) {
                 Ok(record) => {
                     let s = surveyed.and_then(|s| s.get(i).copied().flatten());
-                    place(at, piece, s, Some(record), emit);
+                    place(at, piece, s, Some(record), false, emit);
                 }
                 Err(e) => emit(Err(e)),
             }
@@ -574,6 +616,97 @@ fn read_source(
     if let Err(e) = read {
         emit(Err(e));
     }
+}
+
+/// The calls assistant turns name, each with the place (a count of the records before it) of
+/// the turn that named it: what a user turn handed over as its line looks its tool results'
+/// calls up in, as they stood at its own place, whenever it is made.
+#[derive(Default)]
+struct NameLog(Mutex<HashMap<String, Vec<(u64, Extracted<String>)>>>);
+
+impl NameLog {
+    /// Learns the calls `record` (the `seq`th record) names, as [`records::tool_names_ahead`]
+    /// learns them.
+    fn learn(&self, record: &Record<'_>, seq: u64) {
+        let mut names = self.0.lock().expect("no panic holds the log");
+        records::tool_names_via(
+            record,
+            &mut |id, name| {
+                names
+                    .entry(id.to_owned())
+                    .or_default()
+                    .push((seq, name.clone()))
+            },
+            &|_| None,
+        );
+    }
+
+    /// The name the call `id` had before the `seq`th record.
+    fn before(&self, id: &str, seq: u64) -> Option<Extracted<String>> {
+        let names = self.0.lock().expect("no panic holds the log");
+        let named = names.get(id)?;
+        named
+            .iter()
+            .rev()
+            .find(|(at, _)| *at < seq)
+            .map(|(_, name)| name.clone())
+    }
+}
+
+/// A user turn handed over as its line ([`raw_user_turn`]).
+struct RawTurn {
+    at: Locator,
+    line: Vec<u8>,
+    session: SessionId,
+    anchor: Timestamp,
+    duplicate_of: Option<u64>,
+    seq: u64,
+    prune: Option<jsonl::Prune>,
+}
+
+/// A user turn's message, deferred as its line (`read_items` with `defer`, as an
+/// [`Item::Deferred`]): the line is parsed and mapped on whichever thread makes it, its tool
+/// results named from `log` as the calls stood at its place, its faults given before it as
+/// [`ReadFace::read`] gives them. A line that is no longer a user turn when it is parsed (the
+/// file changed since the survey) is a fault, not a turn placed without the names it names.
+fn raw_user_turn(turn: RawTurn, log: Arc<NameLog>) -> crate::face::Deferred {
+    Box::new(move |origin: &Origin, emit| {
+        let RawTurn {
+            at,
+            line,
+            session,
+            anchor,
+            duplicate_of,
+            seq,
+            prune,
+        } = turn;
+        let Locator::Line(n) = at else {
+            unreachable!("a line of one record")
+        };
+        let record = match jsonl::record_here_pruned(origin, n, &line, prune.as_ref()) {
+            Ok(record) => record,
+            Err(e) => return emit(Err(e)),
+        };
+        if record.str("type").map(|t| *t.get()) != Some("user") {
+            let kind = ParseErrorKind::Unrecognized {
+                detail: "the file changed while it was being read".into(),
+            };
+            return emit(Err(origin.error(at, kind)));
+        }
+        let mut tool_names =
+            records::tool_names_via(&record, &mut |_, _| {}, &|id| log.before(id, seq));
+        let mut ctx = LineContext {
+            session: &session,
+            anchor: &anchor,
+            duplicate_of,
+            tool_names: &mut tool_names,
+        };
+        let (message, errors) = records::place(record, &mut ctx);
+        for e in errors {
+            emit(Err(e));
+        }
+        emit(Ok(message));
+    })
 }
 
 /// Whether placing `record` reports no fault: its timestamp, the one thing
@@ -835,5 +968,54 @@ mod tests {
         let named = lines.replace(r#""stderr":"""#, r#""model":"haiku""#);
         let kept = messages(&named, Some(&["model"]));
         assert_eq!(envelope(&kept[1])["toolUseResult"]["model"], "haiku");
+    }
+
+    /// A user turn handed over as its line is made after every later line was read, and still
+    /// names its tool results as the calls stood at its place: a call id an assistant turn names
+    /// again later does not rename an earlier result.
+    #[test]
+    fn a_user_turn_made_late_names_its_results_as_they_stood_at_its_place() {
+        let call = |uuid: &str, name: &str| {
+            format!(
+                r#"{{"type":"assistant","sessionId":"s","cwd":"/p","message":{{"role":"assistant","content":[{{"type":"tool_use","id":"t1","name":"{name}","input":{{}}}}]}},"uuid":"{uuid}","timestamp":"2026-01-01T00:00:01Z"}}"#
+            )
+        };
+        let result = |uuid: &str| {
+            format!(
+                r#"{{"type":"user","sessionId":"s","cwd":"/p","message":{{"role":"user","content":[{{"tool_use_id":"t1","type":"tool_result","content":"ok"}}]}},"uuid":"{uuid}","timestamp":"2026-01-01T00:00:02Z"}}"#
+            )
+        };
+        let lines = [
+            call("a1", "Bash"),
+            result("u1"),
+            call("a2", "Read"),
+            result("u2"),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let origin = Origin::new(CODEC_NAME, &path, "s.jsonl");
+        let mut late = Vec::new();
+        ClaudeCodeReader.read_items(&origin, true, &mut |item| {
+            if let Ok(Item::Deferred(make)) = item {
+                late.push(make);
+            }
+        });
+        assert_eq!(
+            late.len(),
+            2,
+            "both user turns are handed over as their lines"
+        );
+        let mut names = Vec::new();
+        for make in late {
+            make(&origin, &mut |m| {
+                for part in m.unwrap().parts() {
+                    if let pond_canonical::Part::ToolResult(r) = part {
+                        names.push(r.name.map(|n| n.as_str().to_owned()));
+                    }
+                }
+            });
+        }
+        assert_eq!(names, [Some("Bash".to_owned()), Some("Read".to_owned())]);
     }
 }

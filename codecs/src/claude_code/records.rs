@@ -107,6 +107,24 @@ pub(crate) fn tool_names_ahead(
     record: &Record<'_>,
     names: &mut HashMap<String, Extracted<String>>,
 ) -> HashMap<String, Extracted<String>> {
+    let names = std::cell::RefCell::new(names);
+    tool_names_via(
+        record,
+        &mut |id, name| {
+            names.borrow_mut().insert(id.to_owned(), name.clone());
+        },
+        &|id| names.borrow().get(id).cloned(),
+    )
+}
+
+/// [`tool_names_ahead`] with the names kept elsewhere: `learn` is told each call an assistant
+/// turn names, in block order; `look` gives the name a tool result's call has where the record
+/// stands; the names the record's own mapping looks up are returned.
+pub(crate) fn tool_names_via(
+    record: &Record<'_>,
+    learn: &mut dyn FnMut(&str, &Extracted<String>),
+    look: &dyn Fn(&str) -> Option<Extracted<String>>,
+) -> HashMap<String, Extracted<String>> {
     let mut wanted = HashMap::new();
     // A turn's `message` is an object with `content` (`placement`); only an array has blocks.
     let Placement::Turn(role) = placement(record) else {
@@ -131,16 +149,16 @@ pub(crate) fn tool_names_ahead(
                 if let (Some(id), Some(name)) = (text("id"), text("name"))
                     && block.field("input").is_some()
                 {
-                    names.insert((*id.get()).to_owned(), name.to_owned());
+                    learn(id.get(), &name.to_owned());
                 }
             }
             // A tool turn accepts tool results.
             (Role::Tool, "tool_result") => {
                 if let Some(call) = text("tool_use_id")
                     && block.field("content").is_some()
-                    && let Some(name) = names.get(*call.get())
+                    && let Some(name) = look(call.get())
                 {
-                    wanted.insert((*call.get()).to_owned(), name.clone());
+                    wanted.insert((*call.get()).to_owned(), name);
                 }
             }
             _ => {}
