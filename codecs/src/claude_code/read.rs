@@ -500,10 +500,13 @@ fn read_source(
         let Slot::Open { id, anchor } = &slots[group] else {
             return;
         };
-        if raw && let Some(log) = &log {
+        if raw
+            && let Some(log) = &log
+            && let Locator::Line(number) = at
+        {
             return emit(Ok(Item::Deferred(raw_user_turn(
                 RawTurn {
-                    at: at.clone(),
+                    number,
                     line: bytes.to_vec(),
                     session: id.clone(),
                     anchor: anchor.clone(),
@@ -622,7 +625,10 @@ fn read_source(
 /// the turn that named it: what a user turn handed over as its line looks its tool results'
 /// calls up in, as they stood at its own place, whenever it is made.
 #[derive(Default)]
-struct NameLog(Mutex<HashMap<String, Vec<(u64, Extracted<String>)>>>);
+struct NameLog(Mutex<HashMap<String, Namings>>);
+
+/// Each naming of one call id: the place of the turn that named it, and the name.
+type Namings = Vec<(u64, Extracted<String>)>;
 
 impl NameLog {
     /// Learns the calls `record` (the `seq`th record) names, as [`records::tool_names_ahead`]
@@ -653,9 +659,9 @@ impl NameLog {
     }
 }
 
-/// A user turn handed over as its line ([`raw_user_turn`]).
+/// A user turn handed over as its line ([`raw_user_turn`]): the line alone on its line number.
 struct RawTurn {
-    at: Locator,
+    number: u64,
     line: Vec<u8>,
     session: SessionId,
     anchor: Timestamp,
@@ -672,7 +678,7 @@ struct RawTurn {
 fn raw_user_turn(turn: RawTurn, log: Arc<NameLog>) -> crate::face::Deferred {
     Box::new(move |origin: &Origin, emit| {
         let RawTurn {
-            at,
+            number,
             line,
             session,
             anchor,
@@ -680,10 +686,7 @@ fn raw_user_turn(turn: RawTurn, log: Arc<NameLog>) -> crate::face::Deferred {
             seq,
             prune,
         } = turn;
-        let Locator::Line(n) = at else {
-            unreachable!("a line of one record")
-        };
-        let record = match jsonl::record_here_pruned(origin, n, &line, prune.as_ref()) {
+        let record = match jsonl::record_here_pruned(origin, number, &line, prune.as_ref()) {
             Ok(record) => record,
             Err(e) => return emit(Err(e)),
         };
@@ -691,7 +694,7 @@ fn raw_user_turn(turn: RawTurn, log: Arc<NameLog>) -> crate::face::Deferred {
             let kind = ParseErrorKind::Unrecognized {
                 detail: "the file changed while it was being read".into(),
             };
-            return emit(Err(origin.error(at, kind)));
+            return emit(Err(origin.error(Locator::Line(number), kind)));
         }
         let mut tool_names =
             records::tool_names_via(&record, &mut |_, _| {}, &|id| log.before(id, seq));
