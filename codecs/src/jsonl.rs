@@ -253,19 +253,23 @@ pub fn each_line(
     Ok(())
 }
 
-/// How many bytes of lines [`each_line_surveyed`] gathers before surveying them on two threads.
+/// How many bytes of lines [`each_line_surveyed`] gathers into one block.
 const SURVEY_BLOCK: usize = 2 << 20;
 
-/// A block smaller than this is surveyed on the calling thread alone: a thread costs more.
+/// A held file smaller than this is surveyed on the calling thread alone: a thread costs more.
 const SURVEY_ALONE: usize = 64 << 10;
+
+/// How many runs a block's lines are cut into: the share one thread claims at a time.
+const SURVEY_RUNS: usize = 32;
 
 /// [`each_line`] with `survey` run over every line first: `each` gets every line, in order, with
 /// what `survey` made of it. `survey` must be a pure reading of the line (it sees no other
 /// state), so that on `two_threads` it can run on two threads at once: the lines are gathered in
-/// blocks of about [`SURVEY_BLOCK`] bytes, the second half of each block surveyed on a thread of
-/// its own while the calling thread surveys the first; `each` still runs on the calling thread,
-/// in line order. For a reader's first pass when a conversion's other thread has nothing to do
-/// yet (pi's tree pass: its writer waits for the first message).
+/// blocks of about [`SURVEY_BLOCK`] bytes, each cut into runs that a helper thread and the
+/// calling thread claim in turn; the calling thread gathers the next block and hands the lines
+/// of the last one to `each` (in line order) while the helper surveys, and surveys what is left
+/// of a block before handing it over. For a reader's first pass when a conversion's other thread
+/// has nothing to do yet (pi's tree pass: its writer waits for the first message).
 pub fn each_line_surveyed<T: Send>(
     source: &Origin,
     held: Option<&[u8]>,
@@ -286,101 +290,238 @@ pub fn each_line_surveyed<T: Send>(
 /// Lines gathered for a block: each line's number and its bytes' range in the block (or its fault).
 type Gathered = Vec<(u64, Result<std::ops::Range<usize>, ParseError>)>;
 
+/// A line's survey, as [`each_line_surveyed`] is given it.
+type Survey<'s, T> = &'s (dyn Fn(u64, &[u8]) -> Option<T> + Sync);
+
 /// [`each_line_surveyed`] on two threads, in blocks of `block` bytes (`alone`: see
 /// [`SURVEY_ALONE`]).
-fn surveyed_in_blocks<T: Send>(
+fn surveyed_in_blocks<'a, T: Send>(
     source: &Origin,
-    held: Option<&[u8]>,
+    held: Option<&'a [u8]>,
     (block, alone): (usize, usize),
-    survey: &(dyn Fn(u64, &[u8]) -> Option<T> + Sync),
+    survey: Survey<'_, T>,
     each: &mut dyn FnMut(u64, Result<&[u8], ParseError>, Option<T>),
 ) -> Result<(), ParseError> {
-    let mut lines: Gathered = Vec::new();
-    match held {
-        Some(all) => {
-            // Ranges into the held file: nothing is copied.
-            let mut gathered = 0;
-            split_lines(source, all, |line, bytes| {
-                let range = bytes.map(|b| {
-                    let at = b.as_ptr() as usize - all.as_ptr() as usize;
-                    at..at + b.len()
-                });
-                gathered += range.as_ref().map_or(0, |r| r.len());
-                lines.push((line, range));
-                if gathered >= block {
-                    survey_block(all, &mut lines, alone, survey, each);
-                    gathered = 0;
-                }
-            });
-            survey_block(all, &mut lines, alone, survey, each);
-        }
-        None => {
-            // Lines are copied into one buffer of `block` bytes (more only for a longer line):
-            // a block is surveyed before a line that would overflow it.
-            let mut bytes = Vec::with_capacity(block);
-            read_lines(source, open(source)?, |line, got| {
-                if let Ok(b) = &got
-                    && !lines.is_empty()
-                    && bytes.len() + b.len() > block
-                {
-                    survey_block(&bytes, &mut lines, alone, survey, each);
-                    bytes.clear();
-                }
-                let range = got.map(|b| {
-                    let at = bytes.len();
-                    bytes.extend_from_slice(b);
-                    at..bytes.len()
-                });
-                lines.push((line, range));
-            });
-            survey_block(&bytes, &mut lines, alone, survey, each);
-        }
+    if held.is_some_and(|all| all.len() < alone) {
+        return each_line(source, held, |line, bytes| {
+            let surveyed = bytes.as_ref().ok().and_then(|b| survey(line, b));
+            each(line, bytes, surveyed)
+        });
     }
+    let file = match held {
+        Some(_) => None,
+        None => Some(open(source)?),
+    };
+    std::thread::scope(|scope| {
+        let (give, blocks) = std::sync::mpsc::channel::<std::sync::Arc<Block<'a, T>>>();
+        let helper = scope.spawn(move || {
+            for b in blocks {
+                b.survey_runs(survey);
+            }
+        });
+        // The block handed to the helper last, whose lines go to `each` once the next one is.
+        let mut last: Option<std::sync::Arc<Block<'a, T>>> = None;
+        // The buffers of the block before it, to gather the next one in (a streamed file's
+        // lines are copied).
+        let mut spare: Option<(Vec<u8>, Gathered)> = None;
+        let mut hand_over = |b: Block<'a, T>, spare: &mut Option<(Vec<u8>, Gathered)>| {
+            let b = std::sync::Arc::new(b);
+            // Should the helper be gone (it cannot be while `give` lives), the calling thread
+            // surveys the block itself in `finish`.
+            let _ = give.send(b.clone());
+            if let Some(before) = last.replace(b) {
+                before.finish(survey, each);
+                *spare = before.into_buffers();
+            }
+        };
+        let mut lines: Gathered = Vec::new();
+        match (held, file) {
+            (Some(all), _) => {
+                // Ranges into the held file: nothing is copied.
+                let mut gathered = 0;
+                split_lines(source, all, |line, bytes| {
+                    let range = bytes.map(|b| {
+                        let at = b.as_ptr() as usize - all.as_ptr() as usize;
+                        at..at + b.len()
+                    });
+                    gathered += range.as_ref().map_or(0, |r| r.len());
+                    lines.push((line, range));
+                    if gathered >= block {
+                        let next = spare.take().map(|(_, l)| l).unwrap_or_default();
+                        let full = std::mem::replace(&mut lines, next);
+                        hand_over(Block::new(Cow::Borrowed(all), full), &mut spare);
+                        gathered = 0;
+                    }
+                });
+                hand_over(Block::new(Cow::Borrowed(all), lines), &mut spare);
+            }
+            (None, Some(file)) => {
+                // Lines are copied into one buffer of `block` bytes (more only for a longer
+                // line): a block is handed over before a line that would overflow it.
+                let mut bytes = Vec::with_capacity(block);
+                read_lines(source, file, |line, got| {
+                    if let Ok(b) = &got
+                        && !lines.is_empty()
+                        && bytes.len() + b.len() > block
+                    {
+                        let (next_bytes, next_lines) = spare
+                            .take()
+                            .unwrap_or_else(|| (Vec::with_capacity(block), Vec::new()));
+                        let full = std::mem::replace(&mut bytes, next_bytes);
+                        let gathered = std::mem::replace(&mut lines, next_lines);
+                        hand_over(Block::new(Cow::Owned(full), gathered), &mut spare);
+                    }
+                    let range = got.map(|b| {
+                        let at = bytes.len();
+                        bytes.extend_from_slice(b);
+                        at..bytes.len()
+                    });
+                    lines.push((line, range));
+                });
+                hand_over(Block::new(Cow::Owned(bytes), lines), &mut spare);
+            }
+            (None, None) => unreachable!("a file is opened when none is held"),
+        }
+        if let Some(b) = last.take() {
+            b.finish(survey, each);
+        }
+        drop(give);
+        if let Err(panic) = helper.join() {
+            std::panic::resume_unwind(panic);
+        }
+    });
     Ok(())
 }
 
-/// Surveys the gathered `lines` (ranges of `base`), the lines holding the second half of their
-/// bytes on a thread of their own, then hands each to `each` in order; `lines` is left empty.
-fn survey_block<T: Send>(
-    base: &[u8],
-    lines: &mut Gathered,
-    alone: usize,
-    survey: &(dyn Fn(u64, &[u8]) -> Option<T> + Sync),
-    each: &mut dyn FnMut(u64, Result<&[u8], ParseError>, Option<T>),
-) {
-    let len = |r: &Result<std::ops::Range<usize>, ParseError>| r.as_ref().map_or(0, |r| r.len());
-    let total: usize = lines.iter().map(|(_, r)| len(r)).sum();
-    let look = |(line, range): &(u64, Result<std::ops::Range<usize>, ParseError>)| {
-        range
-            .as_ref()
-            .ok()
-            .and_then(|r| survey(*line, &base[r.clone()]))
-    };
-    let surveys: Vec<Option<T>> = if total < alone {
-        lines.iter().map(look).collect()
-    } else {
-        let mut half = 0;
-        let mid = lines
-            .iter()
-            .position(|(_, r)| {
-                half += len(r);
-                2 * half >= total
-            })
-            .map_or(lines.len(), |i| i + 1);
-        let (first, second) = lines.split_at(mid);
-        std::thread::scope(|scope| {
-            let other = scope.spawn(|| second.iter().map(look).collect::<Vec<_>>());
-            let mut out: Vec<Option<T>> = first.iter().map(look).collect();
-            match other.join() {
-                Ok(rest) => out.extend(rest),
-                Err(panic) => std::panic::resume_unwind(panic),
+/// One block of lines being surveyed on two threads: its runs of lines are claimed in turn by
+/// whichever thread comes first ([`Block::survey_runs`]).
+struct Block<'a, T> {
+    bytes: Cow<'a, [u8]>,
+    lines: Gathered,
+    /// Runs of `lines` (index ranges) of about a [`SURVEY_RUNS`]th of the block's bytes each.
+    runs: Vec<std::ops::Range<usize>>,
+    /// The next run to claim.
+    next: std::sync::atomic::AtomicUsize,
+    /// Each run's surveys, once made.
+    surveys: Vec<std::sync::Mutex<Vec<Option<T>>>>,
+    /// How many runs are surveyed, and a survey that panicked on the helper (given to the
+    /// calling thread to resume).
+    done: std::sync::Mutex<(usize, Option<Box<dyn std::any::Any + Send>>)>,
+    finished: std::sync::Condvar,
+}
+
+impl<'a, T: Send> Block<'a, T> {
+    fn new(bytes: Cow<'a, [u8]>, lines: Gathered) -> Self {
+        let len =
+            |r: &Result<std::ops::Range<usize>, ParseError>| r.as_ref().map_or(0, |r| r.len());
+        let total: usize = lines.iter().map(|(_, r)| len(r)).sum();
+        let share = (total / SURVEY_RUNS).max(1);
+        let mut runs = Vec::with_capacity(SURVEY_RUNS + 1);
+        let (mut start, mut size) = (0, 0);
+        for (i, (_, r)) in lines.iter().enumerate() {
+            size += len(r);
+            if size >= share {
+                runs.push(start..i + 1);
+                (start, size) = (i + 1, 0);
             }
-            out
-        })
-    };
-    for ((line, range), surveyed) in lines.drain(..).zip(surveys) {
-        each(line, range.map(|r| &base[r]), surveyed);
+        }
+        if start < lines.len() {
+            runs.push(start..lines.len());
+        }
+        Block {
+            surveys: runs.iter().map(|_| Default::default()).collect(),
+            runs,
+            bytes,
+            lines,
+            next: Default::default(),
+            done: Default::default(),
+            finished: Default::default(),
+        }
     }
+
+    /// Surveys runs not yet claimed until none is left.
+    fn survey_runs(&self, survey: Survey<'_, T>) {
+        use std::sync::atomic::Ordering;
+        loop {
+            let r = self.next.fetch_add(1, Ordering::Relaxed);
+            let Some(run) = self.runs.get(r) else { return };
+            let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.lines[run.clone()]
+                    .iter()
+                    .map(|(line, range)| {
+                        let bytes = range.as_ref().ok()?;
+                        survey(*line, &self.bytes[bytes.clone()])
+                    })
+                    .collect()
+            }));
+            let panicked = match made {
+                Ok(made) => {
+                    *lock(&self.surveys[r]) = made;
+                    None
+                }
+                Err(panic) => Some(panic),
+            };
+            let mut done = lock(&self.done);
+            done.0 += 1;
+            if done.1.is_none() {
+                done.1 = panicked;
+            }
+            if done.0 == self.runs.len() {
+                self.finished.notify_all();
+            }
+        }
+    }
+
+    /// Surveys what is left of the block, waits for the runs the helper claimed, and hands every
+    /// line to `each` in order.
+    fn finish(
+        &self,
+        survey: Survey<'_, T>,
+        each: &mut dyn FnMut(u64, Result<&[u8], ParseError>, Option<T>),
+    ) {
+        self.survey_runs(survey);
+        let mut done = lock(&self.done);
+        while done.0 < self.runs.len() {
+            done = self
+                .finished
+                .wait(done)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        if let Some(panic) = done.1.take() {
+            std::panic::resume_unwind(panic);
+        }
+        drop(done);
+        for (run, surveys) in self.runs.iter().zip(&self.surveys) {
+            let surveys = std::mem::take(&mut *lock(surveys));
+            for ((line, range), surveyed) in self.lines[run.clone()].iter().zip(surveys) {
+                let bytes = range.clone().map(|r| &self.bytes[r]);
+                each(*line, bytes, surveyed);
+            }
+        }
+    }
+}
+
+impl<T> Block<'_, T> {
+    /// The block's buffers, emptied, if the helper has let it go (it does as soon as it finds
+    /// no run left to claim; if it has not yet, the next block is gathered in new ones): a
+    /// borrowed block gives its lines' list alone.
+    fn into_buffers(self: std::sync::Arc<Self>) -> Option<(Vec<u8>, Gathered)> {
+        let block = std::sync::Arc::into_inner(self)?;
+        let mut lines = block.lines;
+        lines.clear();
+        let mut bytes = match block.bytes {
+            Cow::Owned(bytes) => bytes,
+            Cow::Borrowed(_) => Vec::new(),
+        };
+        bytes.clear();
+        Some((bytes, lines))
+    }
+}
+
+/// The value behind a lock, whether or not a thread panicked holding it (what it guards is
+/// whole either way: a run's surveys are set at once).
+fn lock<V>(m: &std::sync::Mutex<V>) -> std::sync::MutexGuard<'_, V> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Nesting at which a line leaves the fast path; serde_json's own limit (128) then decides.
@@ -1947,8 +2088,22 @@ mod tests {
         let path = dir.join("lines.jsonl");
         std::fs::write(&path, &input).unwrap();
         let origin = Origin::new("test", &path, "lines.jsonl");
-        // A survey that depends on the line alone, and says which thread made it.
+        // A survey that depends on the line alone, and says which thread made it. In the runs on
+        // two threads, until a line has been surveyed on another thread, the calling thread
+        // waits in its survey (ten seconds in all at most): the helper then claims the runs it
+        // does not hold, however late it starts.
+        let caller = std::thread::current().id();
+        let elsewhere = std::sync::atomic::AtomicBool::new(false);
+        let deadline = std::sync::OnceLock::new();
         let survey = |line: u64, bytes: &[u8]| {
+            use std::sync::atomic::Ordering;
+            if std::thread::current().id() != caller {
+                elsewhere.store(true, Ordering::SeqCst);
+            } else if let Some(deadline) = deadline.get() {
+                while !elsewhere.load(Ordering::SeqCst) && std::time::Instant::now() < *deadline {
+                    std::thread::yield_now();
+                }
+            }
             (bytes.first() == Some(&b'{')).then(|| (line, bytes.len(), std::thread::current().id()))
         };
         type Seen = Vec<(u64, Result<Vec<u8>, String>, Option<(u64, usize)>)>;
@@ -1980,6 +2135,7 @@ mod tests {
         );
         let one_thread = threads.borrow().len();
         assert_eq!(one_thread, 1);
+        deadline.get_or_init(|| std::time::Instant::now() + std::time::Duration::from_secs(10));
         for held in [None, Some(&input[..])] {
             for sizes in [
                 (1, 0),
@@ -2001,6 +2157,32 @@ mod tests {
             "some lines were surveyed on another thread"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_survey_that_panics_on_either_thread_ends_the_pass_with_its_panic() {
+        let mut input = Vec::new();
+        for i in 0..400u32 {
+            input.extend_from_slice(format!("{{\"i\":{i}}}\n").as_bytes());
+        }
+        let origin = Origin::new("test", "/held.jsonl", "held.jsonl");
+        for bad in [1, 200, 400] {
+            let survey = |line: u64, _: &[u8]| {
+                assert_ne!(line, bad, "a survey's fault");
+                Some(line)
+            };
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut seen = 0;
+                surveyed_in_blocks(&origin, Some(&input), (64, 0), &survey, &mut |_, _, _| {
+                    seen += 1
+                })
+                .map(|()| seen)
+            }));
+            assert!(
+                outcome.is_err(),
+                "line {bad}: the pass ended with the panic"
+            );
+        }
     }
 
     #[test]

@@ -252,6 +252,11 @@ struct Survey {
     claude_code: bool,
     /// The first record's `type`, for the error when none is Claude Code's.
     first_type: Option<String>,
+    /// For a streamed file: the (randomly seeded) hash of a carried line's bytes
+    /// ([`SurveyedLine::digest`]). A line the second pass reads with the same hash is taken to
+    /// be the line walked (a file changed between the passes into a line of the same hash under
+    /// a seed it cannot know: a chance of 2^-64); any other is walked again.
+    digest: Option<foldhash::quality::RandomState>,
 }
 
 /// The record types Claude Code writes (the union the claude-code-viewer schema accepts,
@@ -286,6 +291,10 @@ struct SurveyedLine {
     duplicate_of: Option<u64>,
     /// Whether the line is carried whole as it is (see [`carried_as_is`]).
     carried: bool,
+    /// Of a carried line of a streamed file (read again by the second pass): a hash of its
+    /// bytes ([`Survey::digest`]), by which the second pass knows it is the line that was
+    /// walked without walking it again.
+    digest: Option<u64>,
     /// Whether its `type` is `user`: a turn that names no call, so its mapping needs nothing
     /// of the lines after it and may be made from its line on either thread ([`raw_user_turn`]).
     user: bool,
@@ -307,6 +316,8 @@ const SURVEY_FIELDS: [&str; 8] = [
 /// (a conversion, whose writing thread has nothing to do until the first message) the walk of
 /// the lines, the pass's work, runs on two threads ([`jsonl::each_line_surveyed`]).
 fn survey(source: &Origin, held: Option<&[u8]>, two_threads: bool) -> Result<Survey, ParseError> {
+    // A held file's second pass reads the bytes the first walked; a streamed one reads it again.
+    let digest = held.is_none().then(foldhash::quality::RandomState::default);
     let agent_file = is_agent_file(source);
     let mut groups = vec![Group::new(GroupKind::File, 1)];
     let mut lines = Vec::new();
@@ -316,7 +327,7 @@ fn survey(source: &Origin, held: Option<&[u8]>, two_threads: bool) -> Result<Sur
     let mut agent_group: HashMap<String, usize> = HashMap::new();
     let (mut records, mut claude_code, mut first_type) = (0u64, false, None);
     // What the survey learns from one record (a line, or one of several records on a line).
-    let mut one = |line: u64, scan: &jsonl::SurveyLine<'_>, carried: bool| -> SurveyedLine {
+    let mut one = |line: u64, scan: &jsonl::SurveyLine<'_>, carried: Option<Option<u64>>| {
         records += 1;
         if !claude_code {
             let kind = scan.str("type");
@@ -382,18 +393,28 @@ fn survey(source: &Origin, held: Option<&[u8]>, two_threads: bool) -> Result<Sur
         SurveyedLine {
             group,
             duplicate_of,
-            carried,
+            carried: carried.is_some(),
+            digest: carried.flatten(),
             user: scan.str("type") == Some("user"),
         }
     };
     // Only the envelope fields the survey needs are decoded; the rest is skipped unbuilt.
+    // Whether the line is carried as its text is a reading of the line alone: made by the walk,
+    // on whichever thread walks it.
+    // (For a carried line of a streamed file, the hash of its bytes too.)
     let walk = |line: u64, bytes: &[u8]| {
-        jsonl::survey_fields(line, bytes, &SURVEY_FIELDS).map(|scan| scan.detach(bytes))
+        let scan = jsonl::survey_fields(line, bytes, &SURVEY_FIELDS)?;
+        let carried = carried_as_is(&scan, bytes).then(|| {
+            digest
+                .as_ref()
+                .map(|d| std::hash::BuildHasher::hash_one(d, bytes))
+        });
+        Some((carried, scan.detach(bytes)))
     };
     jsonl::each_line_surveyed(source, held, two_threads, walk, |line, bytes, walked| {
         // A line the second pass will reject (not JSON, not an object) is skipped here too.
         let Ok(bytes) = bytes else { return };
-        let Some(scan) = walked.map(|w| w.attach(bytes)) else {
+        let Some((carried, scan)) = walked.map(|(carried, w)| (carried, w.attach(bytes))) else {
             // A line of several records (`{...}{...}`): each is a record of its own, and none
             // is carried as its text (the line is not one record).
             if let Some(pieces) = jsonl::records_on_line(bytes) {
@@ -402,14 +423,14 @@ fn survey(source: &Origin, held: Option<&[u8]>, two_threads: bool) -> Result<Sur
                     .enumerate()
                     .map(|(i, piece)| {
                         let scan = jsonl::survey_fields(line, piece, &SURVEY_FIELDS)?;
-                        Some(one(line, &scan.of_record(i as u64 + 1), false))
+                        Some(one(line, &scan.of_record(i as u64 + 1), None))
                     })
                     .collect();
                 several.insert(line, records);
             }
             return;
         };
-        let surveyed = one(line, &scan, carried_as_is(&scan, bytes));
+        let surveyed = one(line, &scan, carried);
         let at = usize::try_from(line - 1).expect("a line number fits in memory");
         if lines.len() <= at {
             lines.resize(at + 1, None);
@@ -423,7 +444,29 @@ fn survey(source: &Origin, held: Option<&[u8]>, two_threads: bool) -> Result<Sur
         records,
         claude_code,
         first_type,
+        digest,
     })
+}
+
+impl Survey {
+    /// Whether the second pass carries line `line` (`bytes`, surveyed as `surveyed`) as its
+    /// text. A held file's lines are the bytes the survey saw, so its verdict stands; a streamed
+    /// file is read again: a line the survey carried stands if its bytes hash as they did
+    /// ([`Survey::digest`]), any other is walked again.
+    fn carried(&self, line: u64, surveyed: Option<SurveyedLine>, bytes: &[u8], held: bool) -> bool {
+        if held {
+            return surveyed.is_some_and(|s| s.carried);
+        }
+        let walked = surveyed.and_then(|s| s.digest);
+        if let (Some(digest), Some(hasher)) = (walked, &self.digest)
+            && std::hash::BuildHasher::hash_one(hasher, bytes) == digest
+        {
+            return true;
+        }
+        // A turn is never carried: its line is not walked past its `type`.
+        jsonl::scan_strict(line, bytes, &["type", "timestamp"], &turn_type)
+            .is_some_and(|scan| carried_as_is(&scan, bytes))
+    }
 }
 
 /// One session being read: made once its first record comes, or refused with an error.
@@ -568,16 +611,7 @@ fn read_source(
         let surveyed = usize::try_from(line - 1)
             .ok()
             .and_then(|at| survey.lines.get(at).copied().flatten());
-        // A held file's lines are the bytes the survey saw, so its verdict stands; a streamed
-        // file is read again, and the line is checked again.
-        let carrier = raw_carriers
-            && match (&held, surveyed) {
-                (Some(_), Some(s)) => s.carried,
-                (Some(_), None) => false,
-                // A turn is never carried: its line is not walked past its `type`.
-                (None, _) => jsonl::scan_strict(line, bytes, &["type", "timestamp"], &turn_type)
-                    .is_some_and(|scan| carried_as_is(&scan, bytes)),
-            };
+        let carrier = raw_carriers && survey.carried(line, surveyed, bytes, held.is_some());
         if carrier {
             return place(Locator::Line(line), bytes, surveyed, None, false, emit);
         }
@@ -942,6 +976,47 @@ mod tests {
         std::fs::write(&path, lines).unwrap();
         let origin = Origin::new(CODEC_NAME, &path, "s.jsonl");
         crate::face::messages_read(&ClaudeCodeReader, &origin, wanted)
+    }
+
+    #[test]
+    fn a_streamed_line_is_carried_unwalked_only_as_the_survey_walked_it() {
+        let carried = r#"{"type":"progress","data":{"n":1},"uuid":"p1","sessionId":"s","cwd":"/p","timestamp":"2026-01-01T00:00:01Z"}"#;
+        let turn = r#"{"type":"user","message":{"role":"user","content":"hi"},"uuid":"u1","sessionId":"s","cwd":"/p","timestamp":"2026-01-01T00:00:02Z"}"#;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, format!("{carried}\n{turn}\n")).unwrap();
+        let origin = Origin::new(CODEC_NAME, &path, "s.jsonl");
+        for two_threads in [false, true] {
+            // Streamed (nothing held): the carried line's bytes are hashed; the turn's are not.
+            let survey = survey(&origin, None, two_threads).unwrap();
+            let line = |n: usize| survey.lines[n - 1];
+            assert!(line(1).is_some_and(|l| l.carried && l.digest.is_some()));
+            assert!(line(2).is_some_and(|l| !l.carried && l.digest.is_none()));
+            assert!(survey.carried(1, line(1), carried.as_bytes(), false));
+            assert!(!survey.carried(2, line(2), turn.as_bytes(), false));
+            // The file changed between the passes: the line read again is walked again.
+            let changed = [
+                // Not JSON (the same length).
+                carried.replacen("{\"n\":1}", "{\"n\":}}", 1),
+                // A turn now.
+                carried.replacen("progress", "user\",\"x\":\"", 1),
+            ];
+            for text in &changed {
+                assert!(
+                    !survey.carried(1, line(1), text.as_bytes(), false),
+                    "{text}"
+                );
+            }
+            // Another record the walk shows carried is carried.
+            let other = carried.replacen("\"n\":1", "\"n\":2", 1);
+            assert!(survey.carried(1, line(1), other.as_bytes(), false));
+            // Held, the survey's verdict stands, and nothing was hashed.
+            let held = std::fs::read(&path).unwrap();
+            let survey = super::survey(&origin, Some(&held), two_threads).unwrap();
+            assert!(survey.digest.is_none());
+            assert!(survey.lines[0].is_some_and(|l| l.carried && l.digest.is_none()));
+            assert!(survey.carried(1, survey.lines[0], b"", true));
+        }
     }
 
     #[test]
