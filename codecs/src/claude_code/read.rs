@@ -252,7 +252,7 @@ struct Survey {
     claude_code: bool,
     /// The first record's `type`, for the error when none is Claude Code's.
     first_type: Option<String>,
-    /// For a streamed file: the (randomly seeded) hash of a carried line's bytes
+    /// For a streamed file: the (randomly seeded) hash of each line's bytes
     /// ([`SurveyedLine::digest`]). A line the second pass reads with the same hash is taken to
     /// be the line walked (a file changed between the passes into a line of the same hash under
     /// a seed it cannot know: a chance of 2^-64); any other is walked again.
@@ -291,9 +291,9 @@ struct SurveyedLine {
     duplicate_of: Option<u64>,
     /// Whether the line is carried whole as it is (see [`carried_as_is`]).
     carried: bool,
-    /// Of a carried line of a streamed file (read again by the second pass): a hash of its
-    /// bytes ([`Survey::digest`]), by which the second pass knows it is the line that was
-    /// walked without walking it again.
+    /// Of a line of a streamed file (read again by the second pass): a hash of its bytes
+    /// ([`Survey::digest`]), by which the second pass knows it is the line that was walked
+    /// without walking it again.
     digest: Option<u64>,
     /// Whether its `type` is `user`: a turn that names no call, so its mapping needs nothing
     /// of the lines after it and may be made from its line on either thread ([`raw_user_turn`]).
@@ -327,7 +327,7 @@ fn survey(source: &Origin, held: Option<&[u8]>, two_threads: bool) -> Result<Sur
     let mut agent_group: HashMap<String, usize> = HashMap::new();
     let (mut records, mut claude_code, mut first_type) = (0u64, false, None);
     // What the survey learns from one record (a line, or one of several records on a line).
-    let mut one = |line: u64, scan: &jsonl::SurveyLine<'_>, carried: Option<Option<u64>>| {
+    let mut one = |line: u64, scan: &jsonl::SurveyLine<'_>, carried: bool, digest: Option<u64>| {
         records += 1;
         if !claude_code {
             let kind = scan.str("type");
@@ -393,28 +393,27 @@ fn survey(source: &Origin, held: Option<&[u8]>, two_threads: bool) -> Result<Sur
         SurveyedLine {
             group,
             duplicate_of,
-            carried: carried.is_some(),
-            digest: carried.flatten(),
+            carried,
+            digest,
             user: scan.str("type") == Some("user"),
         }
     };
     // Only the envelope fields the survey needs are decoded; the rest is skipped unbuilt.
     // Whether the line is carried as its text is a reading of the line alone: made by the walk,
     // on whichever thread walks it.
-    // (For a carried line of a streamed file, the hash of its bytes too.)
+    // (For a line of a streamed file, the hash of its bytes too.)
     let walk = |line: u64, bytes: &[u8]| {
         let scan = jsonl::survey_fields(line, bytes, &SURVEY_FIELDS)?;
-        let carried = carried_as_is(&scan, bytes).then(|| {
-            digest
-                .as_ref()
-                .map(|d| std::hash::BuildHasher::hash_one(d, bytes))
-        });
-        Some((carried, scan.detach(bytes)))
+        let carried = carried_as_is(&scan, bytes);
+        let hash = digest
+            .as_ref()
+            .map(|d| std::hash::BuildHasher::hash_one(d, bytes));
+        Some((carried, hash, scan.detach(bytes)))
     };
     jsonl::each_line_surveyed(source, held, two_threads, walk, |line, bytes, walked| {
         // A line the second pass will reject (not JSON, not an object) is skipped here too.
         let Ok(bytes) = bytes else { return };
-        let Some((carried, scan)) = walked.map(|(carried, w)| (carried, w.attach(bytes))) else {
+        let Some((carried, hash, scan)) = walked.map(|(c, h, w)| (c, h, w.attach(bytes))) else {
             // A line of several records (`{...}{...}`): each is a record of its own, and none
             // is carried as its text (the line is not one record).
             if let Some(pieces) = jsonl::records_on_line(bytes) {
@@ -423,14 +422,14 @@ fn survey(source: &Origin, held: Option<&[u8]>, two_threads: bool) -> Result<Sur
                     .enumerate()
                     .map(|(i, piece)| {
                         let scan = jsonl::survey_fields(line, piece, &SURVEY_FIELDS)?;
-                        Some(one(line, &scan.of_record(i as u64 + 1), None))
+                        Some(one(line, &scan.of_record(i as u64 + 1), false, None))
                     })
                     .collect();
                 several.insert(line, records);
             }
             return;
         };
-        let surveyed = one(line, &scan, carried);
+        let surveyed = one(line, &scan, carried, hash);
         let at = usize::try_from(line - 1).expect("a line number fits in memory");
         if lines.len() <= at {
             lines.resize(at + 1, None);
@@ -451,17 +450,17 @@ fn survey(source: &Origin, held: Option<&[u8]>, two_threads: bool) -> Result<Sur
 impl Survey {
     /// Whether the second pass carries line `line` (`bytes`, surveyed as `surveyed`) as its
     /// text. A held file's lines are the bytes the survey saw, so its verdict stands; a streamed
-    /// file is read again: a line the survey carried stands if its bytes hash as they did
-    /// ([`Survey::digest`]), any other is walked again.
+    /// file is read again: the survey's verdict on a line stands if its bytes hash as they did
+    /// ([`Survey::digest`]); a line that hashes otherwise is walked again.
     fn carried(&self, line: u64, surveyed: Option<SurveyedLine>, bytes: &[u8], held: bool) -> bool {
         if held {
             return surveyed.is_some_and(|s| s.carried);
         }
-        let walked = surveyed.and_then(|s| s.digest);
-        if let (Some(digest), Some(hasher)) = (walked, &self.digest)
+        if let Some(s) = surveyed
+            && let (Some(digest), Some(hasher)) = (s.digest, &self.digest)
             && std::hash::BuildHasher::hash_one(hasher, bytes) == digest
         {
-            return true;
+            return s.carried;
         }
         // A turn is never carried: its line is not walked past its `type`.
         jsonl::scan_strict(line, bytes, &["type", "timestamp"], &turn_type)
@@ -987,11 +986,11 @@ mod tests {
         std::fs::write(&path, format!("{carried}\n{turn}\n")).unwrap();
         let origin = Origin::new(CODEC_NAME, &path, "s.jsonl");
         for two_threads in [false, true] {
-            // Streamed (nothing held): the carried line's bytes are hashed; the turn's are not.
+            // Streamed (nothing held): every line's bytes are hashed.
             let survey = survey(&origin, None, two_threads).unwrap();
             let line = |n: usize| survey.lines[n - 1];
             assert!(line(1).is_some_and(|l| l.carried && l.digest.is_some()));
-            assert!(line(2).is_some_and(|l| !l.carried && l.digest.is_none()));
+            assert!(line(2).is_some_and(|l| !l.carried && l.digest.is_some()));
             assert!(survey.carried(1, line(1), carried.as_bytes(), false));
             assert!(!survey.carried(2, line(2), turn.as_bytes(), false));
             // The file changed between the passes: the line read again is walked again.
@@ -1007,9 +1006,10 @@ mod tests {
                     "{text}"
                 );
             }
-            // Another record the walk shows carried is carried.
+            // Another record the walk shows carried is carried, in place of a turn too.
             let other = carried.replacen("\"n\":1", "\"n\":2", 1);
             assert!(survey.carried(1, line(1), other.as_bytes(), false));
+            assert!(survey.carried(2, line(2), other.as_bytes(), false));
             // Held, the survey's verdict stands, and nothing was hashed.
             let held = std::fs::read(&path).unwrap();
             let survey = super::survey(&origin, Some(&held), two_threads).unwrap();
