@@ -293,6 +293,9 @@ type Gathered = Vec<(u64, Result<std::ops::Range<usize>, ParseError>)>;
 /// A line's survey, as [`each_line_surveyed`] is given it.
 type Survey<'s, T> = &'s (dyn Fn(u64, &[u8]) -> Option<T> + Sync);
 
+/// What a first pass does with each line and its survey, as [`each_line_surveyed`] is given it.
+type Each<'e, T> = &'e mut dyn FnMut(u64, Result<&[u8], ParseError>, Option<T>);
+
 /// [`each_line_surveyed`] on two threads, in blocks of `block` bytes (`alone`: see
 /// [`SURVEY_ALONE`]).
 fn surveyed_in_blocks<'a, T: Send>(
@@ -300,7 +303,7 @@ fn surveyed_in_blocks<'a, T: Send>(
     held: Option<&'a [u8]>,
     (block, alone): (usize, usize),
     survey: Survey<'_, T>,
-    each: &mut dyn FnMut(u64, Result<&[u8], ParseError>, Option<T>),
+    each: Each<'_, T>,
 ) -> Result<(), ParseError> {
     if held.is_some_and(|all| all.len() < alone) {
         return each_line(source, held, |line, bytes| {
@@ -474,11 +477,7 @@ impl<'a, T: Send> Block<'a, T> {
 
     /// Surveys what is left of the block, waits for the runs the helper claimed, and hands every
     /// line to `each` in order.
-    fn finish(
-        &self,
-        survey: Survey<'_, T>,
-        each: &mut dyn FnMut(u64, Result<&[u8], ParseError>, Option<T>),
-    ) {
+    fn finish(&self, survey: Survey<'_, T>, each: Each<'_, T>) {
         self.survey_runs(survey);
         let mut done = lock(&self.done);
         while done.0 < self.runs.len() {
