@@ -391,3 +391,70 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A conversion where the system will start no second thread (a process at its thread limit, as
+/// in a container with a small pids limit) runs on the one it has and writes what one thread
+/// writes; a failed spawn was a panic. The limit is set for an unprivileged user (root is exempt
+/// from RLIMIT_NPROC), so this runs as root with util-linux's `setpriv` and `prlimit`, and skips,
+/// saying why, elsewhere.
+#[test]
+fn a_conversion_that_can_start_no_second_thread_runs_on_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];
+    let probe = Command::new("setpriv").args(nobody).arg("true").output();
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout == b"0\n");
+    if !root || !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("SKIP: needs root with setpriv and prlimit to limit another user's threads");
+        return;
+    }
+    // Everything the unprivileged user runs and reads, where it may.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.path().join("pond");
+    std::fs::copy(env!("CARGO_BIN_EXE_pond"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
+    let inputs = [
+        ("pi→codex", "pi/large-session.jsonl"),
+        (
+            "claude→pi",
+            "claude-code/marot-spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl",
+        ),
+    ];
+    for (pair, fixture) in inputs {
+        let from = shared.join(fixture);
+        assert!(from.is_file(), "missing shared fixture {}", from.display());
+        let input = dir.path().join(from.file_name().unwrap());
+        std::fs::copy(&from, &input).unwrap();
+        std::fs::set_permissions(&input, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let limited = Command::new("setpriv")
+            .args(nobody)
+            .args(["prlimit", "--nproc=1"])
+            .arg(&bin)
+            .args(["convert", pair])
+            .arg(&input)
+            .output()
+            .unwrap();
+        let one = Command::new(&bin)
+            .env("POND_THREADS", "1")
+            .args(["convert", pair])
+            .arg(&input)
+            .output()
+            .unwrap();
+        assert!(
+            limited.status.success() && !text(&limited).contains("panicked"),
+            "{pair}: {}",
+            text(&limited)
+        );
+        assert!(one.status.success(), "{pair}: {}", text(&one));
+        assert!(!one.stdout.is_empty());
+        assert!(
+            limited.stdout == one.stdout,
+            "{pair}: not what one thread writes"
+        );
+        assert_eq!(limited.stderr, one.stderr, "{pair}: the same report");
+    }
+}

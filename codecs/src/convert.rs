@@ -213,18 +213,10 @@ fn convert_on(
     // Carriers travel as their source lines (`ReadFace::read_items`): a native writer copies
     // them, a foreign one builds their messages only if it needs them. On one thread the lines
     // are borrowed from the reader's buffer; across threads, copied (`OwnedCarried`).
-    if !pipelined {
-        for (i, source) in sources.iter().enumerate() {
-            progress(i, sources.len());
-            summary.sources += 1;
-            let mut feed =
-                Feed::of_unit(to, writer.as_mut(), &mut *out, &mut summary, reader, source);
-            // On one thread, carriers travel as their lines to a foreign writer too: one that
-            // drops them need not build their messages (the Claude Code writer).
-            read(source, false, &mut |item| feed.item(item, source));
-            feed.end(&source.path().display().to_string());
-        }
-    } else {
+    // Two threads unless asked for one, or unless the system will not start a second (a
+    // process at its thread limit): then the conversion runs on this one, from its start.
+    let mut one_thread = !pipelined;
+    if pipelined {
         // A conversion in two stages on two threads: the read face (parsing and mapping) runs
         // ahead on its own thread while this one writes, so the conversion takes about as long
         // as the slower stage, not the sum of both. Events are owned, and cross in batches over
@@ -234,10 +226,11 @@ fn convert_on(
         // (`Item::Deferred`), which it does while `queued` is zero: it would wait otherwise.
         // Batches sent and not yet taken by the writing thread.
         let queued = &AtomicUsize::new(0);
-        std::thread::scope(|scope| {
+        one_thread = !std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Piece>>(PIPELINE_DEPTH);
             let (recycle, reuse) = std::sync::mpsc::channel::<Vec<Piece>>();
-            scope.spawn(move || {
+            let reading = std::thread::Builder::new().name("pond-read".into());
+            let started = reading.spawn_scoped(scope, move || {
                 // A written batch comes back with its events, which are dropped here: memory
                 // is freed by the thread that allocated it, the allocator's fast path.
                 let fresh = || match reuse.try_recv() {
@@ -287,6 +280,9 @@ fn convert_on(
                     }
                 }
             });
+            if started.is_err() {
+                return false;
+            }
             let mut batches = rx.into_iter();
             let mut batch = Vec::new();
             let mut at = 0;
@@ -341,7 +337,20 @@ fn convert_on(
                 }
                 feed.end(&source.path().display().to_string());
             }
+            true
         });
+    }
+    if one_thread {
+        for (i, source) in sources.iter().enumerate() {
+            progress(i, sources.len());
+            summary.sources += 1;
+            let mut feed =
+                Feed::of_unit(to, writer.as_mut(), &mut *out, &mut summary, reader, source);
+            // On one thread, carriers travel as their lines to a foreign writer too: one that
+            // drops them need not build their messages (the Claude Code writer).
+            read(source, false, &mut |item| feed.item(item, source));
+            feed.end(&source.path().display().to_string());
+        }
     }
     progress(sources.len(), sources.len());
     Ok(summary)

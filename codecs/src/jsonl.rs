@@ -317,11 +317,16 @@ fn surveyed_in_blocks<'a, T: Send>(
     };
     std::thread::scope(|scope| {
         let (give, blocks) = std::sync::mpsc::channel::<std::sync::Arc<Block<'a, T>>>();
-        let helper = scope.spawn(move || {
-            for b in blocks {
-                b.survey_runs(survey);
-            }
-        });
+        // A helper the system will not start (a process at its thread limit) leaves every run
+        // to the calling thread, which claims what no one has in `finish`.
+        let helper = std::thread::Builder::new()
+            .name("pond-survey".into())
+            .spawn_scoped(scope, move || {
+                for b in blocks {
+                    b.survey_runs(survey);
+                }
+            })
+            .ok();
         // The block handed to the helper last, whose lines go to `each` once the next one is.
         let mut last: Option<std::sync::Arc<Block<'a, T>>> = None;
         // The buffers of the block before it, to gather the next one in (a streamed file's
@@ -329,8 +334,8 @@ fn surveyed_in_blocks<'a, T: Send>(
         let mut spare: Option<(Vec<u8>, Gathered)> = None;
         let mut hand_over = |b: Block<'a, T>, spare: &mut Option<(Vec<u8>, Gathered)>| {
             let b = std::sync::Arc::new(b);
-            // Should the helper be gone (it cannot be while `give` lives), the calling thread
-            // surveys the block itself in `finish`.
+            // Should there be no helper, the calling thread surveys the block itself in
+            // `finish`.
             let _ = give.send(b.clone());
             if let Some(before) = last.replace(b) {
                 before.finish(survey, each);
@@ -389,7 +394,7 @@ fn surveyed_in_blocks<'a, T: Send>(
             b.finish(survey, each);
         }
         drop(give);
-        if let Err(panic) = helper.join() {
+        if let Some(Err(panic)) = helper.map(|h| h.join()) {
             std::panic::resume_unwind(panic);
         }
     });
