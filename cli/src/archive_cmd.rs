@@ -64,7 +64,10 @@ pub fn export(args: ExportArgs, json: bool) -> ExitCode {
             "--out -: an archive is written to a file, not to stdout; name the file (`--out pond.pond`)",
         );
     }
-    let rt = runtime();
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail("export", e),
+    };
     let opened = match args.data.open_to_read(&rt, "export") {
         Ok(o) => o,
         Err(e) => return fail("export", e),
@@ -95,7 +98,10 @@ pub fn export(args: ExportArgs, json: bool) -> ExitCode {
 }
 
 pub fn import(args: ImportArgs, json: bool) -> ExitCode {
-    let rt = runtime();
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail("import", e),
+    };
     let opened = match args.data.open(&rt) {
         Ok(o) => o,
         Err(e) => return fail("import", e),

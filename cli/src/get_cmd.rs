@@ -61,7 +61,10 @@ pub fn run(args: GetArgs, json: bool) -> ExitCode {
         after_id: args.after_id.clone(),
         budget_bytes: args.budget,
     };
-    let rt = runtime();
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail("get", e),
+    };
     let opened = match args.data.open_to_read(&rt, "get") {
         Ok(o) => o,
         Err(e) => return fail("get", e),

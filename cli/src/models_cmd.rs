@@ -178,7 +178,10 @@ fn install(
         if let Err(e) = std::fs::create_dir_all(&downloads) {
             return fail(verb, format!("{}: {e}", downloads.display()));
         }
-        let rt = runtime();
+        let rt = match runtime() {
+            Ok(rt) => rt,
+            Err(e) => return fail(verb, e),
+        };
         for w in missing {
             let to = downloads.join(w.file_name);
             if let Err(e) = rt.block_on(download(w, &to)) {

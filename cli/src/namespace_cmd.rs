@@ -32,7 +32,10 @@ pub fn run(args: NamespaceArgs, json: bool) -> ExitCode {
         Err(e) => return fail("namespace", e),
     };
     let at = |e: &dyn std::fmt::Display| format!("{e} (store {})", location.describe());
-    let rt = runtime();
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail("namespace", e),
+    };
     match args.command {
         NamespaceCommand::Create { name } => match rt.block_on(pond.catalog().create(&name)) {
             Ok(created) => {

@@ -87,7 +87,10 @@ pub fn run(args: SearchArgs, json: bool) -> ExitCode {
     request.since = args.since.clone();
     request.until = args.until.clone();
     request.min_score = args.min_score;
-    let rt = runtime();
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail("search", e),
+    };
     if args.explain {
         return match rt.block_on(pond_server::search::pond_search_explained(&pond, request)) {
             Ok((_, trace)) => {

@@ -178,7 +178,11 @@ pub fn mcp(args: McpArgs, json: bool) -> ExitCode {
 }
 
 fn mcp_stdio(pond: Pond) -> ExitCode {
-    match runtime().block_on(pond_server::mcp::serve_stdio(pond)) {
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail("mcp", e),
+    };
+    match rt.block_on(pond_server::mcp::serve_stdio(pond)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail("mcp", e),
     }

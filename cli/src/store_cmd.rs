@@ -226,11 +226,26 @@ pub struct RestoreArgs {
     install: bool,
 }
 
-pub(crate) fn runtime() -> tokio::runtime::Runtime {
+/// The runtime a store verb runs on, or why there is none. tokio starts its worker threads
+/// when it is first given work and panics when the system will not start one (a process at its
+/// thread limit: `ulimit -u`, a container's pids limit), so a thread is started here first and
+/// its refusal is the verb's error.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    let refused = |e: std::io::Error| {
+        format!(
+            "the system will not start a thread ({e}); the store needs a few: raise the process limit (ulimit -u, or the container's pids limit)"
+        )
+    };
+    std::thread::Builder::new()
+        .name("pond-probe".into())
+        .spawn(|| ())
+        .map_err(refused)?
+        .join()
+        .map_err(|_| "a thread started to check the limit panicked".to_owned())?;
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .expect("a tokio runtime")
+        .map_err(refused)
 }
 
 pub(crate) fn fail(verb: &str, msg: impl std::fmt::Display) -> ExitCode {
@@ -300,7 +315,10 @@ pub fn sync(args: SyncArgs, json: bool) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail("sync", e),
     };
-    let rt = runtime();
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail("sync", e),
+    };
     let opened = match args.data.open(&rt) {
         Ok(o) => o,
         Err(e) => return fail("sync", e),
@@ -563,7 +581,10 @@ pub fn sessions(args: SessionsArgs, json: bool) -> ExitCode {
             }
         },
     };
-    let rt = runtime();
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail("sessions", e),
+    };
     let opened = match args.data.open_to_read(&rt, "sessions") {
         Ok(o) => o,
         Err(e) => return fail("sessions", e),
@@ -619,7 +640,10 @@ pub fn sessions(args: SessionsArgs, json: bool) -> ExitCode {
 }
 
 pub fn status(args: StatusArgs, json: bool) -> ExitCode {
-    let rt = runtime();
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail("status", e),
+    };
     let opened = match args.data.open_to_read(&rt, "status") {
         Ok(o) => o,
         Err(e) => return fail("status", e),
@@ -722,7 +746,10 @@ pub fn restore(args: RestoreArgs, json: bool) -> ExitCode {
             ),
         );
     };
-    let rt = runtime();
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail("restore", e),
+    };
     let opened = match args.data.open_to_read(&rt, "restore") {
         Ok(o) => o,
         Err(e) => return fail("restore", e),

@@ -1,5 +1,7 @@
 //! The `pond` binary's own surface: version, help, codecs, completions, usage errors.
 
+mod limited;
+
 use std::process::{Command, Output};
 
 fn pond(args: &[&str]) -> Output {
@@ -71,4 +73,35 @@ fn convert_usage_errors_say_what_is_wrong() {
 
     let o = pond(&["convert", "--to", "nope", "/definitely/not/here"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// A store verb the system will start no thread for (a process at its thread limit) ends with
+/// an error saying so, where tokio's runtime panicked when it could not start its workers. The
+/// limit is set for an unprivileged user (root is exempt from RLIMIT_NPROC), so this runs as
+/// root with util-linux's `setpriv` and `prlimit`, and skips, saying why, elsewhere.
+#[test]
+fn a_store_verb_that_can_start_no_thread_says_so() {
+    let Some((dir, bin)) = limited::pond_for_nobody(0o777) else {
+        return;
+    };
+    let data = dir.path().join("data");
+    for verb in ["status", "sessions"] {
+        let o = limited::limited(&bin)
+            .arg("--data")
+            .arg(&data)
+            .arg(verb)
+            .env("HOME", dir.path())
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("POND_DATA")
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{verb}: {err}");
+        assert!(!err.contains("panicked"), "{verb}: {err}");
+        assert!(
+            err.starts_with(&format!("pond {verb}: the system will not start a thread")),
+            "{verb}: {err}"
+        );
+    }
 }

@@ -2,6 +2,7 @@
 //! `--install` into a harness home (never overwriting, printing the resume command), the loss
 //! report, and `--strict`.
 
+mod limited;
 mod real_harness;
 
 use std::io::Write;
@@ -400,22 +401,10 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn a_conversion_that_can_start_no_second_thread_runs_on_one() {
     use std::os::unix::fs::PermissionsExt;
-    let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"];
-    let probe = Command::new("setpriv").args(nobody).arg("true").output();
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout == b"0\n");
-    if !root || !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("SKIP: needs root with setpriv and prlimit to limit another user's threads");
-        return;
-    }
     // Everything the unprivileged user runs and reads, where it may.
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = dir.path().join("pond");
-    std::fs::copy(env!("CARGO_BIN_EXE_pond"), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let Some((dir, bin)) = limited::pond_for_nobody(0o755) else {
+        return;
+    };
     let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
     let inputs = [
         ("pi→codex", "pi/large-session.jsonl"),
@@ -430,10 +419,7 @@ fn a_conversion_that_can_start_no_second_thread_runs_on_one() {
         let input = dir.path().join(from.file_name().unwrap());
         std::fs::copy(&from, &input).unwrap();
         std::fs::set_permissions(&input, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let limited = Command::new("setpriv")
-            .args(nobody)
-            .args(["prlimit", "--nproc=1"])
-            .arg(&bin)
+        let limited = limited::limited(&bin)
             .args(["convert", pair])
             .arg(&input)
             .output()

@@ -71,7 +71,18 @@ pub async fn import_with_project(
     let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(1);
     let paths = paths.to_vec();
     let user_project = user_project.map(str::to_owned);
-    let producer = std::thread::spawn(move || {
+    // A process at its thread limit gets an error naming it, not a panic (retrying may help: the
+    // limit counts every thread of the user's).
+    let refused = |e: std::io::Error| StoreError::Unavailable {
+        table: "sessions".to_owned(),
+        attempts: 1,
+        detail: format!(
+            "the system will not start the {} reader's thread: {e}",
+            codec.name
+        ),
+    };
+    let reading = std::thread::Builder::new().name(format!("pond-read-{}", codec.name));
+    let producer = reading.spawn(move || {
         let mut tally = ImportSummary {
             codec: codec.name,
             ..Default::default()
@@ -143,7 +154,7 @@ pub async fn import_with_project(
         }
         let _ = tx.send(Chunk::Progress { done: total, total });
         (tally, fingerprints, ingested_at)
-    });
+    }).map_err(refused)?;
     let mut failure = None;
     loop {
         let next = tokio::task::block_in_place(|| rx.recv());
