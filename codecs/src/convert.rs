@@ -780,6 +780,34 @@ mod tests {
     }
 
     /// Where `what` first occurs in a written file; the test fails naming it if it does not.
+    /// The one file `from` (a JSONL codec) converts `session` (a file named `name`) into, `to`
+    /// (a JSONL target) both ways ([`both_ways_written`]): its text, its lines, the summary.
+    fn jsonl_converted(
+        from: &str,
+        to: &str,
+        name: &str,
+        session: &[u8],
+    ) -> (String, Vec<serde_json::Value>, Summary) {
+        let dir = std::env::temp_dir().join(format!(
+            "pond-convert-{from}-{to}-{name}-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(name), session).unwrap();
+        let from = crate::registry::find(from).unwrap();
+        let to = crate::registry::find(to).unwrap();
+        let sources = from.read.unwrap().discover(&dir).unwrap();
+        let (files, summary) = both_ways_written(from, to, &sources);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(files.len(), 1, "{:?}", files.keys());
+        let text = String::from_utf8_lossy(files.values().next().unwrap()).into_owned();
+        let lines = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (text, lines, summary)
+    }
+
     fn place_in(text: &str, what: &str) -> usize {
         text.find(what)
             .unwrap_or_else(|| panic!("no {what}: {text}"))
@@ -851,19 +879,8 @@ mod tests {
     #[test]
     fn a_claude_code_compaction_survives_a_round_trip_through_codex() {
         let (rollout, _) = claude_compaction_into("codex");
-        let dir = std::env::temp_dir().join(format!("pond-compact-back-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("rollout.jsonl"), rollout).unwrap();
-        let codex = crate::registry::find("codex").unwrap();
-        let claude = crate::registry::find("claude-code").unwrap();
-        let sources = codex.read.unwrap().discover(&dir).unwrap();
-        let (files, summary) = both_ways_written(codex, claude, &sources);
-        std::fs::remove_dir_all(&dir).unwrap();
-        let text = String::from_utf8_lossy(files.values().next().unwrap()).into_owned();
-        let lines: Vec<serde_json::Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let (text, lines, summary) =
+            jsonl_converted("codex", "claude-code", "rollout.jsonl", rollout.as_bytes());
         let boundaries: Vec<usize> = (0..lines.len())
             .filter(|&i| lines[i]["subtype"] == "compact_boundary")
             .collect();
@@ -899,6 +916,108 @@ mod tests {
         assert_eq!(compaction.count, 1, "{compaction:?}");
         assert!(compaction.first.contains("b1"), "{compaction:?}");
         assert_eq!(summary.losses.kinds["system_message"].count, 1);
+    }
+
+    /// A pi compaction written by the real pi 0.73.1 (fixtures/pi/compaction-*.jsonl) into
+    /// Codex: one `compacted` line, after every entry before it, whose replacement history is
+    /// what pi sends on resume: the summary in pi's words as a user message, then the items of
+    /// the entries from `firstKeptEntryId` on, the same items as written before it.
+    #[test]
+    fn a_pi_compaction_is_written_as_codexs_own_with_the_entries_pi_keeps() {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/pi");
+        // (fixture, the texts of the kept entries' items, a text summarized away)
+        let cases = [
+            (
+                "compaction-after-turn.jsonl",
+                &["BIG-USAGE: thanks, now just reply with ok please", "ok"][..],
+                "USE-READ-TOOL",
+            ),
+            (
+                "compaction-split-turn.jsonl",
+                &["Reading the file.", "hello from notes.txt\n"][..],
+                "hello, first turn",
+            ),
+        ];
+        for (name, kept, summarized) in cases {
+            let session = std::fs::read(fixtures.join(name)).unwrap();
+            let (text, lines, summary) = jsonl_converted("pi", "codex", name, &session);
+            let compacted: Vec<usize> = (0..lines.len())
+                .filter(|&i| lines[i]["type"] == "compacted")
+                .collect();
+            assert_eq!(compacted.len(), 1, "{name}: {text}");
+            let c = compacted[0];
+            assert_eq!(
+                c,
+                lines.len() - 1,
+                "{name}: the compaction is the last entry"
+            );
+            let payload = &lines[c]["payload"];
+            let summary_text = payload["message"].as_str().unwrap();
+            assert!(summary_text.contains("MOCK-COMPACTION-SUMMARY"), "{name}");
+            let history = payload["replacement_history"].as_array().unwrap();
+            assert_eq!(history[0]["role"], "user", "{name}");
+            assert_eq!(
+                history[0]["content"][0]["text"],
+                format!(
+                    "{}{summary_text}{}",
+                    crate::face::PI_COMPACTION_PREFIX,
+                    crate::face::PI_COMPACTION_SUFFIX
+                ),
+                "{name}"
+            );
+            // The kept items are those written before, from the first kept entry's on.
+            let written: Vec<&serde_json::Value> = lines[..c]
+                .iter()
+                .filter(|l| l["type"] == "response_item")
+                .map(|l| &l["payload"])
+                .collect();
+            let tail = &written[written.len() - (history.len() - 1)..];
+            assert_eq!(tail, history[1..].iter().collect::<Vec<_>>(), "{name}");
+            let kept_text = serde_json::to_string(&history[1..]).unwrap();
+            for k in kept {
+                let k = serde_json::to_string(k).unwrap();
+                assert!(
+                    kept_text.contains(&k[1..k.len() - 1]),
+                    "{name}: {k} in {kept_text}"
+                );
+            }
+            assert!(!kept_text.contains(summarized), "{name}: {kept_text}");
+            assert!(text[..text.rfind("compacted").unwrap()].contains(summarized));
+            let loss = &summary.losses.kinds["compaction_rewritten"];
+            assert_eq!(loss.count, 1, "{name}: {loss:?}");
+            assert!(loss.detail.contains("what pi sends"), "{name}: {loss:?}");
+            assert!(
+                loss.first.contains("message 30ddc62c") || loss.first.contains("message 039608be"),
+                "{name}: {loss:?}"
+            );
+        }
+    }
+
+    /// A pi compaction whose first kept entry is not in the session is written as the user
+    /// message it is read as (a resume sends the whole history, then the summary), not as a
+    /// `compacted` line that would leave the kept entries out.
+    #[test]
+    fn a_pi_compaction_keeping_an_unknown_entry_stays_a_user_message() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fixtures/pi/compaction-after-turn.jsonl");
+        let session = std::fs::read_to_string(fixture).unwrap();
+        let renamed = session.replace(
+            r#""firstKeptEntryId":"993a54a5""#,
+            r#""firstKeptEntryId":"nowhere""#,
+        );
+        assert_ne!(renamed, session);
+        let (text, lines, summary) = jsonl_converted("pi", "codex", "s.jsonl", renamed.as_bytes());
+        assert!(!text.contains(r#""type":"compacted""#), "{text}");
+        let last = &lines[lines.len() - 1]["payload"];
+        assert_eq!(last["role"], "user", "{text}");
+        assert!(
+            last["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("MOCK-COMPACTION-SUMMARY"),
+            "{text}"
+        );
+        assert!(!summary.losses.kinds.contains_key("compaction_rewritten"));
     }
 
     /// The same into opencode: a user message holding a `compaction` part, answered by an

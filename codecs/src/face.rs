@@ -323,6 +323,48 @@ pub fn opencode_summary_text(message: &Message) -> Option<String> {
     finished.then(|| summary_text(message)).flatten()
 }
 
+/// A pi compaction (pi.md section 2.3): the user message the pi reader makes of a `compaction`
+/// entry, its summary the injected text. pi resumes from it: the summary (in
+/// [`PI_COMPACTION_PREFIX`] and [`PI_COMPACTION_SUFFIX`]), then the entries from
+/// `firstKeptEntryId` up to the compaction, then those after it (pi.md section 3). A foreign
+/// writer whose harness has a compaction of its own writes it there (Codex: a `compacted` line
+/// whose replacement history is that).
+pub struct PiCompaction<'a> {
+    /// The summary, as pi wrote it in the entry.
+    pub summary: &'a str,
+    /// The id of the first entry pi keeps (a message of the same session), when the entry names
+    /// one.
+    pub first_kept: Option<&'a str>,
+}
+
+/// The text pi puts before a compaction's summary when it sends it (pi 0.73.1,
+/// `COMPACTION_SUMMARY_PREFIX` of its `dist/core/messages.js`).
+pub const PI_COMPACTION_PREFIX: &str = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
+/// The text pi puts after a compaction's summary (`COMPACTION_SUMMARY_SUFFIX`).
+pub const PI_COMPACTION_SUFFIX: &str = "\n</summary>";
+
+/// The pi compaction `message` is, if it is one ([`PiCompaction`]): a user message of a pi
+/// session whose entry (`options.pi.entry`, which every read of a compaction keeps) is of type
+/// `compaction`, with one text part.
+pub fn pi_compaction(message: &Message) -> Option<PiCompaction<'_>> {
+    let Message::User(user) = message else {
+        return None;
+    };
+    let entry = user.options.get("pi")?.get("entry")?.as_object()?;
+    if entry.get("type").and_then(serde_json::Value::as_str) != Some("compaction") {
+        return None;
+    }
+    let [pond_canonical::UserPart::Text(summary)] = user.content.as_slice() else {
+        return None;
+    };
+    Some(PiCompaction {
+        summary: summary.text.as_str(),
+        first_kept: entry
+            .get("firstKeptEntryId")
+            .and_then(serde_json::Value::as_str),
+    })
+}
+
 /// The text of a [`COMPACTION_LOSS`] for a write into `target` (a harness's name).
 pub fn compaction_loss_detail(target: &str) -> String {
     format!(

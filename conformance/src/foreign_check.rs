@@ -67,6 +67,12 @@ pub const CLAUDE_COMPACTION_INTO: &[&str] = &["codex", "pi", "opencode"];
 /// the assistant text it is) and what follows.
 pub const OPENCODE_COMPACTION_INTO: &[&str] = &["claude-code", "pi", "codex"];
 
+/// The targets that write a pi compaction (`pond_codecs::face::pi_compaction`) as their own
+/// (Codex: a `compacted` line whose replacement history is the summary, then the entries pi keeps
+/// from `firstKeptEntryId`): a resume sends the summary, the kept entries and what follows, as pi
+/// does.
+pub const PI_COMPACTION_INTO: &[&str] = &["codex"];
+
 /// Whether `m` is a Codex `compacted` record without a summary that keeps no history
 /// (`pond_codecs::face::compaction_clears_history`): Claude Code's writer makes it a boundary.
 fn clears_history(m: &Message) -> bool {
@@ -119,6 +125,25 @@ impl Counts {
     /// what follows the last opencode summary, the summary counted as a user text (into Codex
     /// as the assistant text it stays).
     pub fn as_resumed(events: &[Event], session: &str, target: &str) -> Self {
+        if PI_COMPACTION_INTO.contains(&target) {
+            // After the last pi compaction: its summary, the messages from the first it keeps
+            // (before it: the same messages, counted once) and those after it.
+            let mine = session_events(events, session);
+            let last = mine.iter().enumerate().rev().find_map(|(i, e)| match e {
+                Event::Message(m) => pond_codecs::face::pi_compaction(m).map(|c| (i, c)),
+                Event::Session(_) => None,
+            });
+            // One whose first kept entry is not in the session stays the user message it is.
+            let first_kept = last.and_then(|(at, compaction)| {
+                let id = compaction.first_kept?;
+                mine[..=at]
+                    .iter()
+                    .position(|e| matches!(e, Event::Message(m) if m.id().as_str() == id))
+            });
+            if let Some(first_kept) = first_kept {
+                return Self::of(&mine[first_kept..]);
+            }
+        }
         let codex_summaries = WRITES_COMPACTION.contains(&target);
         let claude_boundaries = CLAUDE_COMPACTION_INTO.contains(&target);
         let opencode_summaries = OPENCODE_COMPACTION_INTO.contains(&target);

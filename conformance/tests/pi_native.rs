@@ -56,11 +56,13 @@ fn every_pi_session_file_round_trips_value_equal() {
     );
 }
 
+/// pond's own pi fixtures: the hand-made branches and the two sessions the real pi wrote with a
+/// compaction (fixtures/pi/README.md).
 #[test]
-fn hand_made_nested_branches_round_trip() {
+fn hand_made_nested_branches_and_real_compactions_round_trip() {
     let rt = native_round_trip(&CODEC, &dir(LOCAL)).expect("round trip runs");
     assert!(rt.faults.is_empty(), "{:?}", rt.faults);
-    assert_eq!(rt.files.len(), 1);
+    assert_eq!(rt.files.len(), 3);
     assert!(rt.passed(), "{}", rt.report());
 }
 
@@ -142,7 +144,7 @@ fn main_line_is_the_session_and_side_branches_are_forks() {
 
 #[test]
 fn nested_branch_repeats_shared_entries_and_hangs_off_the_main_line() {
-    let (events, faults) = read_all(&CODEC, &dir(LOCAL)).unwrap();
+    let (events, faults) = read_all(&CODEC, &dir(LOCAL).join("nested-branches.jsonl")).unwrap();
     assert!(faults.is_empty(), "{faults:?}");
     let logs = logs(events);
     let got: Vec<(&str, Option<&str>, Vec<&str>)> = logs

@@ -22,7 +22,9 @@
 //! The rollout streams: each message's lines go to the output as soon as the message is read
 //! (calls and results are written in the order they come, so nothing waits for a later message),
 //! and the writer keeps only the session's ids and the call ids it wrote, to drop a result whose
-//! call is not before it. A write that fails is reported by [`ForeignRollout::finish`].
+//! call is not before it, and for a pi session the items it wrote last, for the replacement
+//! history of a pi compaction ([`Retained`]). A write that fails is reported by
+//! [`ForeignRollout::finish`].
 
 use crate::digest;
 use crate::face::{At, Target, WriteError, Written};
@@ -31,8 +33,14 @@ use pond_canonical::{FileData, Message, PartRef, Provenance, Session, Timestamp}
 use serde_json::{Map, Value};
 
 /// The keys a foreign write looks for in a message's options: none (it asks only whether a
-/// message has any, for the `source_options` loss; `SessionWriter::option_keys`).
+/// message has any, for the `source_options` loss; `SessionWriter::option_keys`). A pi
+/// compaction's fields, which it reads ([`crate::face::pi_compaction`]), are kept by any read.
 pub(crate) const OPTION_KEYS: &[&str] = &[];
+
+/// At most this many bytes of a pi session's response items are kept for the replacement
+/// history of a compaction after them ([`Retained`]); pi keeps about 20,000 tokens
+/// (`keepRecentTokens`), a small part of this.
+const RETAIN_LIMIT: usize = 16 << 20;
 
 /// The stable loss kinds a foreign Codex write records.
 pub mod loss {
@@ -65,8 +73,8 @@ pub mod loss {
     pub const SOURCE_OPTIONS: &str = "source_options";
     /// A fork's cut-point in its parent: a G1 rollout names the parent only.
     pub const CUT_POINT: &str = "fork_cut_point";
-    /// A Claude Code compaction written as Codex's own `compacted` line (its text and metadata
-    /// left out).
+    /// A Claude Code, opencode or pi compaction written as Codex's own `compacted` line (its
+    /// text and metadata left out).
     pub const COMPACTION: &str = "compaction_rewritten";
 }
 
@@ -92,6 +100,67 @@ pub(crate) struct ForeignRollout {
     /// A buffer reused for what a line needs made before it is written: a user item's content
     /// items (its event line goes first), a tool call's arguments as JSON text.
     scratch: Vec<u8>,
+    /// A pi session's response items, kept for a compaction's replacement history.
+    retained: Option<Retained>,
+}
+
+/// The `response_item` payloads written for a pi session's messages, most recent last, at most
+/// [`RETAIN_LIMIT`] bytes of them: a pi compaction keeps the entries from its
+/// `firstKeptEntryId` on, which are written before it, and Codex resumes from a `compacted`
+/// line's replacement history, so they are written there again ([`ForeignRollout::pi_compaction`]).
+struct Retained {
+    /// The payloads, comma-separated.
+    items: Vec<u8>,
+    /// Each message's id (hashed) with where its first payload begins in `items`, in order.
+    starts: Vec<(u128, usize)>,
+    /// [`RETAIN_LIMIT`] (smaller in a test).
+    limit: usize,
+}
+
+impl Default for Retained {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            starts: Vec::new(),
+            limit: RETAIN_LIMIT,
+        }
+    }
+}
+
+impl Retained {
+    /// Begins message `id`: its payloads, if any, are pushed after this.
+    fn begin(&mut self, id: &str) {
+        let at = self.items.len() + usize::from(!self.items.is_empty());
+        self.starts.push((crate::digest::hash128(id), at));
+    }
+
+    /// The payloads from message `id`'s on, if it is still held.
+    fn from(&self, id: &str) -> Option<&[u8]> {
+        let id = crate::digest::hash128(id);
+        let &(_, at) = self.starts.iter().rev().find(|&&(m, _)| m == id)?;
+        Some(self.items.get(at..).unwrap_or_default())
+    }
+
+    fn push(&mut self, payload: &[u8]) {
+        if !self.items.is_empty() {
+            self.items.push(b',');
+        }
+        self.items.extend_from_slice(payload);
+        if self.items.len() > self.limit {
+            // The older half goes, by whole messages.
+            let half = self.items.len() / 2;
+            let keep = self.starts.partition_point(|&(_, at)| at < half);
+            let cut = self
+                .starts
+                .get(keep)
+                .map_or(self.items.len(), |&(_, at)| at);
+            self.items.drain(..cut);
+            self.starts.drain(..keep);
+            for (_, at) in &mut self.starts {
+                *at -= cut;
+            }
+        }
+    }
 }
 
 impl ForeignRollout {
@@ -151,6 +220,7 @@ impl ForeignRollout {
             calls: std::collections::HashSet::new(),
             ts: iso_millis(created),
             scratch: Vec::new(),
+            retained: (session.source_agent == "pi").then(Retained::default),
         };
         rollout.line("session_meta", |out| jsonl::write_value_map(out, &meta));
         rollout
@@ -184,6 +254,14 @@ impl ForeignRollout {
             );
         }
         self.ts = iso_millis(message.timestamp());
+        if let Some(retained) = &mut self.retained {
+            retained.begin(message.id().as_str());
+            if let Some(compaction) = crate::face::pi_compaction(message)
+                && self.pi_compaction(&compaction, at, target)
+            {
+                return;
+            }
+        }
         if let Message::Assistant(_) = message
             && crate::face::opencode_summary_text(message).is_some()
         {
@@ -487,8 +565,70 @@ impl ForeignRollout {
         out.extend_from_slice(b",\"type\":");
         jsonl::write_str(out, kind);
         out.extend_from_slice(b",\"payload\":");
+        let start = out.len();
         payload(out);
+        if kind == "response_item"
+            && let Some(retained) = &mut self.retained
+        {
+            retained.push(&out[start..]);
+        }
         out.extend_from_slice(b"}\n");
+    }
+
+    /// A pi compaction ([`crate::face::pi_compaction`]) as Codex's own: a `compacted` line whose
+    /// replacement history is what pi sends on resume, the summary (as a user message, in pi's
+    /// words) and the items of the entries from `firstKeptEntryId` on, so a resume sends that and
+    /// what follows. Those entries were written before it as well, where they stand. False, and
+    /// nothing written, when the first kept entry is not among the messages held (not named, not
+    /// in the session, or over [`RETAIN_LIMIT`] before it): the compaction is then the user
+    /// message it is read as, after the whole history, which a resume sends all of.
+    fn pi_compaction(
+        &mut self,
+        compaction: &crate::face::PiCompaction<'_>,
+        at: At<'_>,
+        target: &mut Target<'_>,
+    ) -> bool {
+        let Some(retained) = self.retained.take() else {
+            return false;
+        };
+        // The items written for the messages from the first kept on (the compaction writes none).
+        let Some(kept) = compaction.first_kept.and_then(|id| retained.from(id)) else {
+            self.retained = Some(retained);
+            return false;
+        };
+        let mut history = std::mem::take(&mut self.scratch);
+        history.clear();
+        history.extend_from_slice(br#"{"type":"message","role":"user","content":["#);
+        let text = [
+            crate::face::PI_COMPACTION_PREFIX,
+            compaction.summary,
+            crate::face::PI_COMPACTION_SUFFIX,
+        ]
+        .concat();
+        content_item(&mut history, INPUT_TEXT, &text);
+        history.extend_from_slice(b"]}");
+        if !kept.is_empty() {
+            history.push(b',');
+            history.extend_from_slice(kept);
+        }
+        self.line("compacted", |out| {
+            out.extend_from_slice(br#"{"message":"#);
+            jsonl::write_str(out, compaction.summary);
+            out.extend_from_slice(br#","replacement_history":["#);
+            out.extend_from_slice(&history);
+            out.extend_from_slice(b"]}");
+        });
+        self.scratch = history;
+        target.losses.record(
+            loss::COMPACTION,
+            at,
+            "a pi compaction is written as Codex's own: a `compacted` line whose replacement \
+             history is what pi sends on resume (its summary, then the entries it keeps from \
+             `firstKeptEntryId`), so a resume sends that and what follows, as pi does; \
+             `tokensBefore` and `details` are left out",
+        );
+        self.retained = Some(retained);
+        true
     }
 
     /// Writes what is left (the header of a session without messages), and lists the rollout.
@@ -810,6 +950,35 @@ mod tests {
         let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
         assert!(inline_image_usable(&format!("data:image/png;base64,{png}")));
         assert!(inline_image_usable("https://example.com/a.png"));
+    }
+
+    /// A pi session's items are kept for a compaction's replacement history by whole messages,
+    /// the older half let go when they pass the limit.
+    #[test]
+    fn retained_items_are_found_by_message_and_bounded() {
+        let mut r = Retained {
+            limit: 30,
+            ..Retained::default()
+        };
+        r.begin("none");
+        assert_eq!(r.from("none"), Some(&b""[..]));
+        r.begin("a");
+        r.push(b"{\"a\":1}");
+        r.push(b"{\"a\":2}");
+        r.begin("carrier");
+        r.begin("b");
+        r.push(b"{\"b\":1}");
+        assert_eq!(r.from("a"), Some(&b"{\"a\":1},{\"a\":2},{\"b\":1}"[..]));
+        assert_eq!(r.from("carrier"), Some(&b"{\"b\":1}"[..]));
+        assert_eq!(r.from("b"), r.from("carrier"));
+        assert_eq!(r.from("c"), None);
+        // Past 30 bytes: "a"'s items go (a whole message), "b"'s and "c"'s stay.
+        r.begin("c");
+        r.push(b"{\"c\":1}");
+        assert_eq!(r.from("a"), None);
+        assert_eq!(r.from("b"), Some(&b"{\"b\":1},{\"c\":1}"[..]));
+        assert_eq!(r.from("c"), Some(&b"{\"c\":1}"[..]));
+        assert_eq!(r.items, b"{\"b\":1},{\"c\":1}");
     }
 
     #[test]
