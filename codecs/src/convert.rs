@@ -993,6 +993,78 @@ mod tests {
         }
     }
 
+    /// The same pi sessions into Claude Code: one `compact_boundary` (a new chain) after every
+    /// line before it, then the summary line; the boundary's `preservedMessages` names, anchored
+    /// at the summary line, the lines written for the entries from `firstKeptEntryId` on, in
+    /// order, which Claude Code 2.1.197 relinks after the summary when it loads the file.
+    #[test]
+    fn a_pi_compaction_is_written_as_claude_codes_own_preserving_the_entries_pi_keeps() {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/pi");
+        // (fixture, the first kept line's text, the texts summarized away)
+        let cases = [
+            (
+                "compaction-after-turn.jsonl",
+                "BIG-USAGE: thanks, now just reply with ok please",
+                "USE-READ-TOOL",
+            ),
+            (
+                "compaction-split-turn.jsonl",
+                "Reading the file.",
+                "hello, first turn",
+            ),
+        ];
+        for (name, first_kept, summarized) in cases {
+            let session = std::fs::read(fixtures.join(name)).unwrap();
+            let (text, lines, summary) = jsonl_converted("pi", "claude-code", name, &session);
+            let boundaries: Vec<usize> = (0..lines.len())
+                .filter(|&i| lines[i]["subtype"] == "compact_boundary")
+                .collect();
+            assert_eq!(boundaries.len(), 1, "{name}: {text}");
+            let b = boundaries[0];
+            assert!(lines[b]["parentUuid"].is_null(), "{name}");
+            let summary_line = &lines[b + 1];
+            assert_eq!(summary_line["isCompactSummary"], true, "{name}");
+            assert_eq!(summary_line["parentUuid"], lines[b]["uuid"], "{name}");
+            assert!(
+                summary_line["message"]["content"]
+                    .as_str()
+                    .unwrap()
+                    .contains("MOCK-COMPACTION-SUMMARY"),
+                "{name}"
+            );
+            let meta = &lines[b]["compactMetadata"];
+            let preserved = &meta["preservedMessages"];
+            assert_eq!(preserved["anchorUuid"], summary_line["uuid"], "{name}");
+            let uuids: Vec<&serde_json::Value> =
+                preserved["uuids"].as_array().unwrap().iter().collect();
+            // The lines from the first kept one to the boundary, in order.
+            let first = (0..b)
+                .find(|&i| {
+                    serde_json::to_string(&lines[i]["message"])
+                        .unwrap()
+                        .contains(first_kept)
+                })
+                .unwrap_or_else(|| panic!("{name}: no line holds {first_kept}"));
+            let expected: Vec<&serde_json::Value> =
+                lines[first..b].iter().map(|l| &l["uuid"]).collect();
+            assert_eq!(uuids, expected, "{name}");
+            assert_eq!(meta["preservedSegment"]["headUuid"], *expected[0], "{name}");
+            assert_eq!(
+                meta["preservedSegment"]["tailUuid"],
+                *expected[expected.len() - 1]
+            );
+            assert_eq!(meta["preservedSegment"]["anchorUuid"], summary_line["uuid"]);
+            let kept = serde_json::to_string(&lines[first..b]).unwrap();
+            assert!(!kept.contains(summarized), "{name}: {kept}");
+            let loss = &summary.losses.kinds["compaction_rewritten"];
+            assert_eq!(loss.count, 1, "{name}: {loss:?}");
+            assert!(
+                loss.detail.contains("preservedMessages"),
+                "{name}: {loss:?}"
+            );
+        }
+    }
+
     /// A pi compaction whose first kept entry is not in the session is written as the user
     /// message it is read as (a resume sends the whole history, then the summary), not as a
     /// `compacted` line that would leave the kept entries out.
@@ -1017,6 +1089,11 @@ mod tests {
                 .contains("MOCK-COMPACTION-SUMMARY"),
             "{text}"
         );
+        assert!(!summary.losses.kinds.contains_key("compaction_rewritten"));
+        let (text, _, summary) =
+            jsonl_converted("pi", "claude-code", "s.jsonl", renamed.as_bytes());
+        assert!(!text.contains("compact_boundary"), "{text}");
+        assert!(text.contains("MOCK-COMPACTION-SUMMARY"), "{text}");
         assert!(!summary.losses.kinds.contains_key("compaction_rewritten"));
     }
 

@@ -69,9 +69,10 @@ pub const OPENCODE_COMPACTION_INTO: &[&str] = &["claude-code", "pi", "codex"];
 
 /// The targets that write a pi compaction (`pond_codecs::face::pi_compaction`) as their own
 /// (Codex: a `compacted` line whose replacement history is the summary, then the entries pi keeps
-/// from `firstKeptEntryId`): a resume sends the summary, the kept entries and what follows, as pi
-/// does.
-pub const PI_COMPACTION_INTO: &[&str] = &["codex"];
+/// from `firstKeptEntryId`; Claude Code: a `compact_boundary` naming the lines of those entries
+/// as its preserved messages, then the summary line): a resume sends the summary, the kept
+/// entries and what follows, as pi does.
+pub const PI_COMPACTION_INTO: &[&str] = &["codex", "claude-code"];
 
 /// Whether `m` is a Codex `compacted` record without a summary that keeps no history
 /// (`pond_codecs::face::compaction_clears_history`): Claude Code's writer makes it a boundary.
@@ -141,7 +142,14 @@ impl Counts {
                     .position(|e| matches!(e, Event::Message(m) if m.id().as_str() == id))
             });
             if let Some(first_kept) = first_kept {
-                return Self::of(&mine[first_kept..]);
+                let mut c = Self::of(&mine[first_kept..]);
+                if target == "claude-code" {
+                    // The summary (injected in pi's entry) is Claude Code's own summary line, a
+                    // user text like any other.
+                    c.user_conversational += 1;
+                    c.user_conversational_nonblank += 1;
+                }
+                return c;
             }
         }
         let codex_summaries = WRITES_COMPACTION.contains(&target);

@@ -17,7 +17,8 @@
 //! Streaming (docs/decisions.md, "Foreign writers stream"): lines are written as soon as they
 //! are final, so memory is bounded by the open responses, never by the session. Per session the
 //! writer keeps only the previous line's uuid, the line count, the model in force and the tool
-//! call ids written so far. A response (a run of consecutive assistant messages) is held until it
+//! call ids written so far (and for a pi session which message each line came from, for a pi
+//! compaction's preserved messages: [`KeptLines`]). A response (a run of consecutive assistant messages) is held until it
 //! is final: the run has ended (a user or tool message came) and every call in it has its result,
 //! because a call is written only with its result and the results go right after the response.
 //! What comes while it waits (the next responses, harness-only user text such as a Codex
@@ -132,6 +133,7 @@ impl ForeignWriter {
             call_ids: HashSet::new(),
             buf: Vec::new(),
             started: false,
+            kept: (session.source_agent == "pi").then(KeptLines::default),
         });
     }
 
@@ -305,6 +307,55 @@ struct Stream {
     buf: Vec<u8>,
     /// Whether the session-level losses were recorded.
     started: bool,
+    /// A pi session's messages and lines, for a pi compaction's preserved messages.
+    kept: Option<KeptLines>,
+}
+
+/// Which line came from which message, for a pi session: a pi compaction keeps the entries from
+/// its `firstKeptEntryId` on, which are written before it, and Claude Code relinks the lines a
+/// `compact_boundary` names in `compactMetadata.preservedMessages` under the summary when it
+/// loads the file (2.1.197), so a resume sends the summary, those lines and what follows, as pi
+/// does ([`Stream::pi_compaction`]). At most [`KEPT_LIMIT`] of each, the older half let go.
+#[derive(Default)]
+struct KeptLines {
+    /// The messages in the order they came (their ids, hashed).
+    messages: Vec<u128>,
+    /// Each user and assistant line written: the message it came from (hashed), its index.
+    lines: Vec<(u128, usize)>,
+}
+
+/// At most this many messages and lines are remembered for a pi compaction ([`KeptLines`]); pi
+/// keeps about 20,000 tokens (`keepRecentTokens`), a few dozen lines.
+const KEPT_LIMIT: usize = 1 << 16;
+
+impl KeptLines {
+    fn push<T>(list: &mut Vec<T>, item: T) {
+        if list.len() >= KEPT_LIMIT {
+            list.drain(..KEPT_LIMIT / 2);
+        }
+        list.push(item);
+    }
+
+    /// Whether message `first` is remembered.
+    fn knows(&self, first: &str) -> bool {
+        let first = crate::digest::hash128(first);
+        self.messages.contains(&first)
+    }
+
+    /// The indices of the lines written for the messages from `first` on (before the last
+    /// message, the compaction), if `first` is still remembered.
+    fn from(&self, first: &str) -> Option<Vec<usize>> {
+        let first = crate::digest::hash128(first);
+        let at = self.messages.iter().rposition(|&m| m == first)?;
+        let kept: HashSet<u128> = self.messages[at..].iter().copied().collect();
+        Some(
+            self.lines
+                .iter()
+                .filter(|(m, _)| kept.contains(m))
+                .map(|&(_, n)| n)
+                .collect(),
+        )
+    }
 }
 
 /// A block of an assistant line.
@@ -459,6 +510,14 @@ impl Stream {
         if let Some(model) = find_model(m.options(), 4) {
             self.model = Some(model);
         }
+        if let Some(kept) = &mut self.kept {
+            KeptLines::push(&mut kept.messages, crate::digest::hash128(m.id().as_str()));
+            if let Some(compaction) = crate::face::pi_compaction(m)
+                && self.pi_compaction(&compaction, m, losses)
+            {
+                return;
+            }
+        }
         if let Some(summary) = crate::face::opencode_summary_text(m) {
             // An opencode compaction.
             self.compact(Some(summary.as_str()), m.timestamp().as_str(), losses);
@@ -558,16 +617,63 @@ impl Stream {
         }
     }
 
-    /// The uuid of the next line: uuid_v5("line:{canonical}:{lines}"), without formatting the
-    /// name.
+    /// The uuid of the next line ([`Self::line_uuid`]).
     fn next_uuid(&self) -> String {
-        let mut n = itoa::Buffer::new();
+        self.line_uuid(self.lines)
+    }
+
+    /// The uuid of line `n`: uuid_v5("line:{canonical}:{n}"), without formatting the name.
+    fn line_uuid(&self, n: usize) -> String {
+        let mut digits = itoa::Buffer::new();
         uuid_v5_of(&[
             b"line:",
             self.canonical.as_bytes(),
             b":",
-            n.format(self.lines).as_bytes(),
+            digits.format(n).as_bytes(),
         ])
+    }
+
+    /// A pi compaction ([`crate::face::pi_compaction`]) as Claude Code's own: the boundary and
+    /// the summary line ([`Self::compact`]), the boundary naming the lines of the entries pi
+    /// keeps (from `firstKeptEntryId` on, written before it) as its preserved messages, so that
+    /// a resume sends the summary, those lines and what follows. False, and nothing written,
+    /// when the first kept entry is not among the messages remembered ([`KeptLines`]): the
+    /// compaction is then the user message it is read as, after the whole history.
+    fn pi_compaction(
+        &mut self,
+        compaction: &crate::face::PiCompaction<'_>,
+        m: &Message,
+        losses: &mut Losses,
+    ) -> bool {
+        let Some(first) = compaction.first_kept else {
+            return false;
+        };
+        if !self.kept.as_ref().is_some_and(|k| k.knows(first)) {
+            return false;
+        }
+        // What is held is written first: the lines the kept messages are written as.
+        self.end_run();
+        self.release(true, losses);
+        let Some(lines) = self.kept.as_ref().and_then(|k| k.from(first)) else {
+            return false;
+        };
+        let preserved: Vec<String> = lines.into_iter().map(|n| self.line_uuid(n)).collect();
+        self.compact_preserving(
+            Some(compaction.summary),
+            &preserved,
+            m.timestamp().as_str(),
+            losses,
+        );
+        losses.record(
+            COMPACTED,
+            self.at(m),
+            "a pi compaction is written as Claude Code's own: a `compact_boundary` line whose \
+             `compactMetadata.preservedMessages` names the lines of the entries pi keeps (from \
+             `firstKeptEntryId` on), then the summary as an `isCompactSummary` user line, so a \
+             resume sends the summary, those entries and what follows, as pi does; \
+             `tokensBefore` and `details` are left out",
+        );
+        true
     }
 
     /// Claude Code's compaction (format reference §11): a `compact_boundary` system line that
@@ -578,9 +684,25 @@ impl Stream {
     /// Without a summary, the boundary alone: a resume sends what follows it.
     /// What is held before it is final first: the boundary follows it.
     fn compact(&mut self, summary: Option<&str>, timestamp: &str, losses: &mut Losses) {
+        self.compact_preserving(summary, &[], timestamp, losses);
+    }
+
+    /// [`Self::compact`], the boundary naming `preserved` (uuids of lines before it, in order)
+    /// in `compactMetadata.preservedMessages` (and `preservedSegment`), anchored at the summary
+    /// line, as Claude Code's own partial compaction does: loading the file, it relinks them
+    /// after the summary and what followed the summary after them.
+    fn compact_preserving(
+        &mut self,
+        summary: Option<&str>,
+        preserved: &[String],
+        timestamp: &str,
+        losses: &mut Losses,
+    ) {
         self.end_run();
         self.release(true, losses);
         let uuid = self.next_uuid();
+        // The summary line's uuid: the line after the boundary.
+        let anchor = summary.map(|_| self.line_uuid(self.lines + 1));
         let out = &mut self.buf;
         out.extend_from_slice(br#"{"parentUuid":null,"logicalParentUuid":"#);
         match &self.prev {
@@ -596,9 +718,27 @@ impl Stream {
         out.extend_from_slice(br#","uuid":"#);
         write_str(out, &uuid);
         out.extend_from_slice(
-            br#","level":"info","compactMetadata":{"trigger":"auto","preTokens":0}}"#,
+            br#","level":"info","compactMetadata":{"trigger":"auto","preTokens":0"#,
         );
-        out.push(b'\n');
+        if let (Some(summary_uuid), [head, .., tail] | [head @ tail]) = (&anchor, preserved) {
+            out.extend_from_slice(br#","preservedSegment":{"headUuid":"#);
+            write_str(out, head);
+            out.extend_from_slice(br#","anchorUuid":"#);
+            write_str(out, summary_uuid);
+            out.extend_from_slice(br#","tailUuid":"#);
+            write_str(out, tail);
+            out.extend_from_slice(br#"},"preservedMessages":{"anchorUuid":"#);
+            write_str(out, summary_uuid);
+            out.extend_from_slice(br#","uuids":["#);
+            for (i, u) in preserved.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, u);
+            }
+            out.extend_from_slice(b"]}");
+        }
+        out.extend_from_slice(b"}}\n");
         self.lines += 1;
         self.prev = Some(uuid);
         let Some(summary) = summary else {
@@ -636,7 +776,15 @@ impl Stream {
     }
 
     /// Appends one line to the chain, its members in the order Claude Code writes them.
-    fn line(&mut self, kind: &str, message: Body<'_>, timestamp: &str, meta: bool) {
+    /// `source`: the id of the message it is written for (remembered for a pi session,
+    /// [`KeptLines`]).
+    fn line(&mut self, kind: &str, message: Body<'_>, timestamp: &str, meta: bool, source: &str) {
+        if let Some(kept) = &mut self.kept {
+            KeptLines::push(
+                &mut kept.lines,
+                (crate::digest::hash128(source), self.lines),
+            );
+        }
         self.line_with(kind, message, timestamp, meta, b"");
     }
 
@@ -789,6 +937,7 @@ impl Stream {
                 Body::User(&content),
                 timestamp,
                 provenance == Provenance::Injected,
+                m.id().as_str(),
             );
         }
     }
@@ -987,7 +1136,7 @@ impl Stream {
                 id: &id,
                 content: &blocks,
             };
-            self.line("assistant", message, &h.timestamp, false);
+            self.line("assistant", message, &h.timestamp, false, &h.message);
         }
         for (c, id) in calls.into_iter().zip(ids) {
             let (Some(found), Some(id)) = (c.result, id) else {
@@ -1000,7 +1149,7 @@ impl Stream {
                 content: &content,
                 is_error: found.part.is_failure,
             };
-            self.line("user", message, &found.timestamp, false);
+            self.line("user", message, &found.timestamp, false, &found.message);
         }
     }
 }
