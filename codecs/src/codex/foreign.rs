@@ -40,7 +40,7 @@ pub(crate) const OPTION_KEYS: &[&str] = &[];
 /// At most this many bytes of a pi session's response items are kept for the replacement
 /// history of a compaction after them ([`Retained`]); pi keeps about 20,000 tokens
 /// (`keepRecentTokens`), a small part of this.
-const RETAIN_LIMIT: usize = 16 << 20;
+const RETAIN_LIMIT: usize = 4 << 20;
 
 /// The stable loss kinds a foreign Codex write records.
 pub mod loss {
