@@ -328,7 +328,8 @@ pub fn opencode_summary_text(message: &Message) -> Option<String> {
 /// [`PI_COMPACTION_PREFIX`] and [`PI_COMPACTION_SUFFIX`]), then the entries from
 /// `firstKeptEntryId` up to the compaction, then those after it (pi.md section 3). A foreign
 /// writer whose harness has a compaction of its own writes it there (Codex: a `compacted` line
-/// whose replacement history is that).
+/// whose replacement history is that; Claude Code: a `compact_boundary` whose preserved messages
+/// are the kept entries' lines).
 pub struct PiCompaction<'a> {
     /// The summary, as pi wrote it in the entry.
     pub summary: &'a str,

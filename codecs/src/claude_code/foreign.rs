@@ -18,13 +18,13 @@
 //! are final, so memory is bounded by the open responses, never by the session. Per session the
 //! writer keeps only the previous line's uuid, the line count, the model in force and the tool
 //! call ids written so far (and for a pi session which message each line came from, for a pi
-//! compaction's preserved messages: [`KeptLines`]). A response (a run of consecutive assistant messages) is held until it
-//! is final: the run has ended (a user or tool message came) and every call in it has its result,
-//! because a call is written only with its result and the results go right after the response.
-//! What comes while it waits (the next responses, harness-only user text such as a Codex
-//! `developer` notice) is held behind it, in order. Tool results follow their calls closely;
-//! when a conversational user message begins a turn, or more than `hold::MAX_HELD` items are
-//! held, the oldest waiting response is written with its unanswered calls left out (loss
+//! compaction's preserved messages: [`KeptLines`]). A response (a run of consecutive assistant
+//! messages) is held until it is final: the run has ended (a user or tool message came) and every
+//! call in it has its result, because a call is written only with its result and the results go
+//! right after the response. What comes while it waits (the next responses, harness-only user text
+//! such as a Codex `developer` notice) is held behind it, in order. Tool results follow their calls
+//! closely; when a conversational user message begins a turn, or more than `hold::MAX_HELD` items
+//! are held, the oldest waiting response is written with its unanswered calls left out (loss
 //! `tool_call_unpaired`), and a result that arrives for no waiting call (after that, before its
 //! call, or never called) is left out at once (loss `tool_result_unpaired`).
 
