@@ -124,7 +124,10 @@ impl Counts {
     /// Code compaction ([`pond_codecs::face::is_compact_boundary`]), whose summary is the
     /// message after it; into Claude Code, pi and Codex ([`OPENCODE_COMPACTION_INTO`]) only
     /// what follows the last opencode summary, the summary counted as a user text (into Codex
-    /// as the assistant text it stays).
+    /// as the assistant text it stays); into Codex and Claude Code ([`PI_COMPACTION_INTO`]) the
+    /// last pi compaction's summary, the messages from its first kept entry and those after it
+    /// (into Claude Code the summary counted as a conversational user text, as Claude Code sends
+    /// its summary line), unless that entry is not in the session.
     pub fn as_resumed(events: &[Event], session: &str, target: &str) -> Self {
         if PI_COMPACTION_INTO.contains(&target) {
             // After the last pi compaction: its summary, the messages from the first it keeps
