@@ -788,6 +788,17 @@ mod tests {
         name: &str,
         session: &[u8],
     ) -> (String, Vec<serde_json::Value>, Summary) {
+        let (text, summary) = converted(from, to, name, session);
+        let lines = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (text, lines, summary)
+    }
+
+    /// `session` (a file named `name` of `from`) converted into `to`, both ways
+    /// ([`both_ways_written`]): the one file written and the summary.
+    fn converted(from: &str, to: &str, name: &str, session: &[u8]) -> (String, Summary) {
         let dir = std::env::temp_dir().join(format!(
             "pond-convert-{from}-{to}-{name}-{}",
             std::process::id()
@@ -801,11 +812,7 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(files.len(), 1, "{:?}", files.keys());
         let text = String::from_utf8_lossy(files.values().next().unwrap()).into_owned();
-        let lines = text
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        (text, lines, summary)
+        (text, summary)
     }
 
     fn place_in(text: &str, what: &str) -> usize {
@@ -993,28 +1000,35 @@ mod tests {
         }
     }
 
+    /// The two sessions the real pi 0.73.1 wrote with an auto-compaction
+    /// (fixtures/pi/compaction-*.jsonl): each file's name, its bytes, the text of the first
+    /// entry the compaction keeps, and a text it summarized away.
+    fn pi_compactions() -> [(&'static str, Vec<u8>, &'static str, &'static str); 2] {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/pi");
+        let read = |name| std::fs::read(fixtures.join(name)).unwrap();
+        [
+            (
+                "compaction-after-turn.jsonl",
+                read("compaction-after-turn.jsonl"),
+                "BIG-USAGE: thanks, now just reply with ok please",
+                "USE-READ-TOOL",
+            ),
+            (
+                "compaction-split-turn.jsonl",
+                read("compaction-split-turn.jsonl"),
+                "Reading the file.",
+                "hello, first turn",
+            ),
+        ]
+    }
+
     /// The same pi sessions into Claude Code: one `compact_boundary` (a new chain) after every
     /// line before it, then the summary line; the boundary's `preservedMessages` names, anchored
     /// at the summary line, the lines written for the entries from `firstKeptEntryId` on, in
     /// order, which Claude Code 2.1.197 relinks after the summary when it loads the file.
     #[test]
     fn a_pi_compaction_is_written_as_claude_codes_own_preserving_the_entries_pi_keeps() {
-        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/pi");
-        // (fixture, the first kept line's text, the texts summarized away)
-        let cases = [
-            (
-                "compaction-after-turn.jsonl",
-                "BIG-USAGE: thanks, now just reply with ok please",
-                "USE-READ-TOOL",
-            ),
-            (
-                "compaction-split-turn.jsonl",
-                "Reading the file.",
-                "hello, first turn",
-            ),
-        ];
-        for (name, first_kept, summarized) in cases {
-            let session = std::fs::read(fixtures.join(name)).unwrap();
+        for (name, session, first_kept, summarized) in pi_compactions() {
             let (text, lines, summary) = jsonl_converted("pi", "claude-code", name, &session);
             let boundaries: Vec<usize> = (0..lines.len())
                 .filter(|&i| lines[i]["subtype"] == "compact_boundary")
@@ -1065,6 +1079,71 @@ mod tests {
         }
     }
 
+    /// The same pi sessions into opencode: after every message before it, a user message
+    /// holding a `compaction` part whose `tail_start_id` names the message written for the first
+    /// kept entry, answered by the summary (`summary: true`); opencode 1.18.33 resumes from the
+    /// compaction, the summary, the messages from that one up to the compaction, then what
+    /// follows.
+    #[test]
+    fn a_pi_compaction_is_written_as_opencodes_own_keeping_the_entries_pi_keeps() {
+        for (name, session, first_kept, summarized) in pi_compactions() {
+            let (text, summary) = converted("pi", "opencode", name, &session);
+            let doc: serde_json::Value = serde_json::from_str(&text).expect("one JSON document");
+            let messages = doc["messages"].as_array().expect("messages");
+            let text_of = |m: &serde_json::Value| serde_json::to_string(&m["parts"]).unwrap();
+            let compactions: Vec<usize> = (0..messages.len())
+                .filter(|&i| text_of(&messages[i]).contains(r#""type":"compaction""#))
+                .collect();
+            assert_eq!(compactions.len(), 1, "{name}: {text}");
+            let c = compactions[0];
+            assert_eq!(
+                c,
+                messages.len() - 2,
+                "{name}: the compaction is the last entry"
+            );
+            assert_eq!(messages[c]["info"]["role"], "user", "{name}");
+            let part = messages[c]["parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["type"] == "compaction")
+                .unwrap();
+            let answer = &messages[c + 1];
+            assert_eq!(answer["info"]["summary"], true, "{name}");
+            assert_eq!(
+                answer["info"]["parentID"], messages[c]["info"]["id"],
+                "{name}"
+            );
+            assert!(
+                text_of(answer).contains("MOCK-COMPACTION-SUMMARY"),
+                "{name}"
+            );
+            // The tail: the message written for the first kept entry, before the compaction.
+            let tail = part["tail_start_id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{name}: {part}"));
+            let t = (0..c)
+                .find(|&i| messages[i]["info"]["id"] == tail)
+                .unwrap_or_else(|| panic!("{name}: {tail} is no message before the compaction"));
+            assert!(
+                text_of(&messages[t]).contains(first_kept),
+                "{name}: {}",
+                messages[t]
+            );
+            let kept: String = messages[t..c].iter().map(text_of).collect();
+            assert!(!kept.contains(summarized), "{name}: {kept}");
+            assert!(
+                messages[..t]
+                    .iter()
+                    .map(text_of)
+                    .any(|m| m.contains(summarized))
+            );
+            let loss = &summary.losses.kinds["compaction_rewritten"];
+            assert_eq!(loss.count, 1, "{name}: {loss:?}");
+            assert!(loss.detail.contains("tail_start_id"), "{name}: {loss:?}");
+        }
+    }
+
     /// A pi compaction whose first kept entry is not in the session is written as the user
     /// message it is read as (a resume sends the whole history, then the summary), not as a
     /// `compacted` line that would leave the kept entries out.
@@ -1093,6 +1172,10 @@ mod tests {
         let (text, _, summary) =
             jsonl_converted("pi", "claude-code", "s.jsonl", renamed.as_bytes());
         assert!(!text.contains("compact_boundary"), "{text}");
+        assert!(text.contains("MOCK-COMPACTION-SUMMARY"), "{text}");
+        assert!(!summary.losses.kinds.contains_key("compaction_rewritten"));
+        let (text, summary) = converted("pi", "opencode", "s.jsonl", renamed.as_bytes());
+        assert!(!text.contains(r#""type": "compaction""#), "{text}");
         assert!(text.contains("MOCK-COMPACTION-SUMMARY"), "{text}");
         assert!(!summary.losses.kinds.contains_key("compaction_rewritten"));
     }

@@ -329,7 +329,8 @@ pub fn opencode_summary_text(message: &Message) -> Option<String> {
 /// `firstKeptEntryId` up to the compaction, then those after it (pi.md section 3). A foreign
 /// writer whose harness has a compaction of its own writes it there (Codex: a `compacted` line
 /// whose replacement history is that; Claude Code: a `compact_boundary` whose preserved messages
-/// are the kept entries' lines).
+/// are the kept entries' lines; opencode: a compaction message whose `tail_start_id` is the
+/// first kept entry's message).
 pub struct PiCompaction<'a> {
     /// The summary, as pi wrote it in the entry.
     pub summary: &'a str,

@@ -48,6 +48,9 @@ pub struct Counts {
     pub claude_compactions: usize,
     /// opencode compactions: finished summary messages ([`OPENCODE_COMPACTION_INTO`]).
     pub opencode_compactions: usize,
+    /// pi compactions whose first kept entry is a message before them in their session: the
+    /// targets of [`PI_COMPACTION_INTO`] write these as their own.
+    pub pi_compactions: usize,
 }
 
 /// The targets that write a Codex `compacted` record with a summary as their own compaction
@@ -70,9 +73,10 @@ pub const OPENCODE_COMPACTION_INTO: &[&str] = &["claude-code", "pi", "codex"];
 /// The targets that write a pi compaction (`pond_codecs::face::pi_compaction`) as their own
 /// (Codex: a `compacted` line whose replacement history is the summary, then the entries pi keeps
 /// from `firstKeptEntryId`; Claude Code: a `compact_boundary` naming the lines of those entries
-/// as its preserved messages, then the summary line): a resume sends the summary, the kept
-/// entries and what follows, as pi does.
-pub const PI_COMPACTION_INTO: &[&str] = &["codex", "claude-code"];
+/// as its preserved messages, then the summary line; opencode: a `compaction` message whose
+/// `tail_start_id` names the first of those entries' messages, answered by the summary): a
+/// resume sends the summary, the kept entries and what follows, as pi does.
+pub const PI_COMPACTION_INTO: &[&str] = &["codex", "claude-code", "opencode"];
 
 /// Whether `m` is a Codex `compacted` record without a summary that keeps no history
 /// (`pond_codecs::face::compaction_clears_history`): Claude Code's writer makes it a boundary.
@@ -124,10 +128,11 @@ impl Counts {
     /// Code compaction ([`pond_codecs::face::is_compact_boundary`]), whose summary is the
     /// message after it; into Claude Code, pi and Codex ([`OPENCODE_COMPACTION_INTO`]) only
     /// what follows the last opencode summary, the summary counted as a user text (into Codex
-    /// as the assistant text it stays); into Codex and Claude Code ([`PI_COMPACTION_INTO`]) the
-    /// last pi compaction's summary, the messages from its first kept entry and those after it
-    /// (into Claude Code the summary counted as a conversational user text, as Claude Code sends
-    /// its summary line), unless that entry is not in the session.
+    /// as the assistant text it stays); into Codex, Claude Code and opencode
+    /// ([`PI_COMPACTION_INTO`]) the last pi compaction's summary, the messages from its first
+    /// kept entry and those after it (into Claude Code the summary counted as a conversational
+    /// user text, as Claude Code sends its summary line; into opencode as the assistant text
+    /// answering its compaction's user text), unless that entry is not in the session.
     pub fn as_resumed(events: &[Event], session: &str, target: &str) -> Self {
         if PI_COMPACTION_INTO.contains(&target) {
             // After the last pi compaction: its summary, the messages from the first it keeps
@@ -151,6 +156,14 @@ impl Counts {
                     // user text like any other.
                     c.user_conversational += 1;
                     c.user_conversational_nonblank += 1;
+                }
+                if target == "opencode" {
+                    // opencode sends its compaction as a user text ("What did we do so far?")
+                    // in place of the summary's, answered by the summary.
+                    c.user_conversational += 1;
+                    c.user_conversational_nonblank += 1;
+                    c.assistant_texts += 1;
+                    c.assistant_texts_nonblank += 1;
                 }
                 return c;
             }
@@ -238,8 +251,18 @@ impl Counts {
         // The sessions whose last message was a Claude Code compaction boundary: a writer
         // takes the next message of that session as its summary line.
         let mut boundaries: HashSet<String> = HashSet::new();
+        // Every (session, message id) so far, for a pi compaction's first kept entry.
+        let mut seen: HashSet<(String, String)> = HashSet::new();
         for e in events {
             let Event::Message(m) = e else { continue };
+            if let Some(first) = pond_codecs::face::pi_compaction(m).and_then(|p| p.first_kept) {
+                let key = (m.session_id().as_str().to_owned(), first.to_owned());
+                c.pi_compactions += usize::from(seen.contains(&key));
+            }
+            seen.insert((
+                m.session_id().as_str().to_owned(),
+                m.id().as_str().to_owned(),
+            ));
             c.compactions += usize::from(is_summarised_compaction(m));
             c.opencode_compactions +=
                 usize::from(pond_codecs::face::opencode_summary_text(m).is_some());
@@ -711,8 +734,9 @@ pub fn assert_every_foreign_write_is_faithful(target: &'static Codec, conversati
         // A compaction written as the target's own reads back as its summary: into Claude Code
         // and pi a user text (a Codex compaction adds one; a Claude Code summary line is one;
         // an opencode summary moves there from the assistant texts), into opencode the
-        // assistant text answering a compaction message without text (a Claude Code summary
-        // line moves there). Source counts plus these, target counts plus those.
+        // assistant text answering a compaction message without text (a Claude Code or pi
+        // summary, a user text, moves there). Source counts plus these, target counts plus
+        // those.
         let (s_user, t_user, s_assistant, t_assistant) = match target.name {
             "claude-code" | "pi" => (
                 s.compactions + s.opencode_compactions,
@@ -722,8 +746,8 @@ pub fn assert_every_foreign_write_is_faithful(target: &'static Codec, conversati
             ),
             "opencode" => (
                 0,
-                s.claude_compactions,
-                s.compactions + s.claude_compactions,
+                s.claude_compactions + s.pi_compactions,
+                s.compactions + s.claude_compactions + s.pi_compactions,
                 0,
             ),
             _ => (0, 0, 0, 0),

@@ -188,7 +188,12 @@ enum Body {
     },
     /// A user message's compaction marker: opencode sends a resumed session from the last
     /// such message whose summary (the assistant message answering it, `summary: true`) ended.
-    Compaction,
+    /// With `tail` (`tail_start_id`, a message before it), opencode 1.18.33 sends the
+    /// compaction, its summary, the messages from `tail` up to the compaction, then what
+    /// follows (its `filterCompacted`): a compaction that keeps recent messages, as pi's does.
+    Compaction {
+        tail: Option<String>,
+    },
 }
 
 /// A tool part's `state`.
@@ -257,8 +262,11 @@ impl Body {
                     .int("cost", 0);
                 zero_tokens(o);
             }
-            Body::Compaction => {
+            Body::Compaction { tail } => {
                 o.str("type", "compaction").bool("auto", true);
+                if let Some(tail) = tail {
+                    o.str("tail_start_id", tail);
+                }
             }
         }
     }
@@ -372,6 +380,69 @@ pub(crate) struct ForeignDoc {
     /// A Claude Code compaction's boundary (its message id), until the message after it shows
     /// whether it has a summary ([`crate::face::compact_summary_text`]).
     boundary: Option<String>,
+    /// For a pi session, the opencode message each canonical message went into, for a pi
+    /// compaction's kept messages ([`ForeignDoc::pi_compaction`]).
+    kept: Option<KeptIds>,
+}
+
+/// Which opencode message each message of a pi session went into (its id hashed, the opencode
+/// message's id; a message that makes none, the last one made before it): a pi compaction keeps
+/// the entries from its `firstKeptEntryId` on, written before it, and opencode's compaction
+/// names the first message it keeps after its summary (`tail_start_id`). At most
+/// [`KEPT_LIMIT`], the older half let go.
+#[derive(Default)]
+struct KeptIds {
+    messages: VecDeque<(u128, InlineId)>,
+}
+
+/// An opencode message id (`msg_` and 26 characters) held without an allocation of its own.
+#[derive(Clone, Copy)]
+struct InlineId {
+    len: u8,
+    bytes: [u8; 32],
+}
+
+impl InlineId {
+    /// `id`, if it is at most 32 bytes long (every id [`oc_id`] makes is 30).
+    fn new(id: &str) -> Option<Self> {
+        let mut bytes = [0; 32];
+        bytes.get_mut(..id.len())?.copy_from_slice(id.as_bytes());
+        Some(Self {
+            len: id.len() as u8,
+            bytes,
+        })
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
+}
+
+/// At most this many messages are remembered for a pi compaction ([`KeptIds`]); pi keeps about
+/// 20,000 tokens (`keepRecentTokens`), a few dozen messages.
+const KEPT_LIMIT: usize = 1 << 16;
+
+impl KeptIds {
+    fn push(&mut self, message: &str, into: &str) {
+        let Some(into) = InlineId::new(into) else {
+            return;
+        };
+        if self.messages.len() >= KEPT_LIMIT {
+            self.messages.drain(..KEPT_LIMIT / 2);
+        }
+        self.messages
+            .push_back((crate::digest::hash128(message), into));
+    }
+
+    /// The opencode message the message `first` went into, if it is remembered.
+    fn went_into(&self, first: &str) -> Option<&str> {
+        let first = crate::digest::hash128(first);
+        self.messages
+            .iter()
+            .rev()
+            .find(|(m, _)| *m == first)
+            .map(|(_, into)| into.as_str())
+    }
 }
 
 impl ForeignDoc {
@@ -448,7 +519,61 @@ impl ForeignDoc {
         parts.len() - 1
     }
 
+    /// One canonical message, into the messages held; for a pi session, remembered with the
+    /// opencode message it went into ([`KeptIds`]), and a pi compaction whose first kept
+    /// message is remembered written as opencode's own ([`Self::pi_compaction`]).
     fn message(&mut self, m: &Message) {
+        if self.kept.is_none() {
+            return self.message_of_any(m);
+        }
+        // A compaction written as opencode's own is remembered as its `compaction` message.
+        let into = match crate::face::pi_compaction(m) {
+            Some(compaction) if self.pi_compaction(&compaction, m) => &self.last_user,
+            _ => {
+                self.message_of_any(m);
+                &self.last_id
+            }
+        };
+        if let (Some(kept), Some(into)) = (&mut self.kept, into) {
+            kept.push(m.id().as_str(), into);
+        }
+    }
+
+    /// A pi compaction ([`crate::face::pi_compaction`]) as opencode's own ([`Self::compaction`]),
+    /// its `compaction` part naming the opencode message the first kept entry went into as
+    /// `tail_start_id`: a resume sends the compaction, the summary, the messages from that one
+    /// up to the compaction, then what follows, as pi sends the summary, the entries from
+    /// `firstKeptEntryId` on and what follows. False, and nothing made, when the compaction
+    /// names no first kept entry or one not remembered ([`KeptIds`]): it is then the user message
+    /// it is read as, after the whole history.
+    fn pi_compaction(&mut self, compaction: &crate::face::PiCompaction<'_>, m: &Message) -> bool {
+        let Some(first) = compaction.first_kept else {
+            return false;
+        };
+        let Some(tail) = self
+            .kept
+            .as_ref()
+            .and_then(|k| k.went_into(first))
+            .map(str::to_owned)
+        else {
+            return false;
+        };
+        self.compaction_keeping(m, compaction.summary, Some(tail));
+        let sid = self.session.id.clone();
+        self.losses.record(
+            COMPACTED,
+            At::of(sid.as_str(), m),
+            "a pi compaction is written as opencode's own: a user message with a `compaction` \
+             part whose `tail_start_id` names the first message of the entries pi keeps (from \
+             `firstKeptEntryId` on), and the summary as the assistant message answering it \
+             (`summary: true`), so a resume sends them, those entries and what follows, as pi \
+             does; `tokensBefore` and `details` are left out",
+        );
+        true
+    }
+
+    /// What [`Self::message`] makes of a message of any session.
+    fn message_of_any(&mut self, m: &Message) {
         // The place of a loss, made into text only for the first of its kind.
         let sid = self.session.id.clone();
         let at = At::of(sid.as_str(), m);
@@ -600,10 +725,16 @@ impl ForeignDoc {
     /// "What did we do so far?") and the assistant message answering it with `summary` as its
     /// text (`summary: true`, finished): a resumed session is sent from that pair on.
     fn compaction(&mut self, m: &Message, summary: &str) {
+        self.compaction_keeping(m, summary, None);
+    }
+
+    /// [`Self::compaction`], its part naming `tail` (an opencode message before it) as the
+    /// first message a resume sends after the summary.
+    fn compaction_keeping(&mut self, m: &Message, summary: &str, tail: Option<String>) {
         self.in_assistant_run = false;
         let u = self.new_message_as(m, false, "#compaction");
         self.last_user = Some(self.held[u].id.clone());
-        self.push_part(u, "compaction".to_owned(), Body::Compaction);
+        self.push_part(u, "compaction".to_owned(), Body::Compaction { tail });
         let a = self.new_message_as(m, true, "#summary");
         self.held[a].summary = true;
         let text = Body::Text {
@@ -973,6 +1104,7 @@ impl ForeignDoc {
             in_assistant_run: false,
             last_user: None,
             boundary: None,
+            kept: (session.source_agent == "pi").then(KeptIds::default),
             provider: String::new(),
             model: String::new(),
         }
