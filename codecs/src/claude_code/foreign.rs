@@ -31,7 +31,7 @@
 use super::naming::{encode_cwd, hex_id, hex_id_of, is_uuid, resume_command, uuid_v5, uuid_v5_of};
 use crate::face::{At, CarriedLine, Losses, Target, WriteError, Written};
 use crate::hold::{MAX_HELD, harness_only};
-use crate::jsonl::{self, write_str, write_value};
+use crate::jsonl::{self, write_str, write_value, write_value_map};
 use pond_canonical::{
     AssistantPart, FileData, FilePart, Message, Provenance, Session, ToolPart, ToolResultPart,
     UserPart,
@@ -233,7 +233,13 @@ fn session_uuid(session: &Session) -> String {
 
 /// A tool result waiting to be written after its call's response.
 struct Found {
-    part: ToolResultPart,
+    /// The `tool_result` block's `content`, as JSON ([`result_content`], written when the
+    /// result came: a held copy of the result's value would be built and dropped for nothing).
+    content: Vec<u8>,
+    /// Whether `content` is a structured result written as its JSON text (a loss, recorded
+    /// when the line is written).
+    restructured: bool,
+    is_failure: bool,
     timestamp: String,
     message: String,
 }
@@ -257,9 +263,12 @@ struct Held {
 struct Call {
     call: String,
     name: String,
-    input: Value,
+    /// The `tool_use` block's `input`, as JSON: the call's parameters, or a non-object wrapped
+    /// as `{"input": ...}` (written when the call came; see [`Found::content`]).
+    input: Vec<u8>,
+    /// Whether the parameters are an object (else a loss, recorded when the line is written).
+    input_object: bool,
     provider_executed: bool,
-    at: String,
     result: Option<Found>,
 }
 
@@ -370,7 +379,8 @@ enum Out {
     ToolUse {
         id: String,
         name: String,
-        input: Value,
+        /// The input, as JSON ([`Call::input`]).
+        input: Vec<u8>,
     },
 }
 
@@ -381,7 +391,8 @@ enum Body<'a> {
     /// A user line with one `tool_result` block.
     Result {
         tool_use_id: &'a str,
-        content: &'a Value,
+        /// The content, as JSON ([`Found::content`]).
+        content: &'a [u8],
         is_error: bool,
     },
     /// An assistant line: one line of API response `id`.
@@ -414,7 +425,7 @@ impl Out {
                 out.extend_from_slice(br#","name":"#);
                 write_str(out, name);
                 out.extend_from_slice(br#","input":"#);
-                write_value(out, input);
+                out.extend_from_slice(input);
             }
         }
         out.push(b'}');
@@ -438,7 +449,7 @@ impl Body<'_> {
                 out.extend_from_slice(br#"{"role":"user","content":[{"tool_use_id":"#);
                 write_str(out, tool_use_id);
                 out.extend_from_slice(br#","type":"tool_result","content":"#);
-                write_value(out, content);
+                out.extend_from_slice(content);
                 out.extend_from_slice(if *is_error {
                     br#","is_error":true}]"#
                 } else {
@@ -603,8 +614,13 @@ impl Stream {
         });
         match slot {
             Some(slot) => {
+                let (content, restructured) = result_content(part.result.as_value());
+                let mut json = Vec::new();
+                write_value(&mut json, &content);
                 slot.result = Some(Found {
-                    part: part.clone(),
+                    content: json,
+                    restructured,
+                    is_failure: part.is_failure,
                     timestamp: m.timestamp().as_str().to_owned(),
                     message: m.id().as_str().to_owned(),
                 });
@@ -995,12 +1011,27 @@ impl Stream {
                 }
                 AssistantPart::ToolCall(c) => {
                     blocks.push(Block::Call(response.calls.len()));
+                    // What `tool_use.input` will hold: an object as it is, anything else
+                    // wrapped, as `{"input": <value>}` (serde_json's bytes for both).
+                    let mut input = Vec::new();
+                    let input_object = match c.params.as_value() {
+                        Value::Object(o) => {
+                            write_value_map(&mut input, o);
+                            true
+                        }
+                        other => {
+                            input.extend_from_slice(br#"{"input":"#);
+                            write_value(&mut input, other);
+                            input.push(b'}');
+                            false
+                        }
+                    };
                     response.calls.push(Call {
                         call: c.call_id.as_str().to_owned(),
                         name: c.name.as_str().to_owned(),
-                        input: c.params.as_value().clone(),
+                        input,
+                        input_object,
                         provider_executed: c.provider_executed,
-                        at: at.to_string(),
                         result: None,
                     });
                 }
@@ -1033,7 +1064,8 @@ impl Stream {
     }
 
     /// A tool_use id Claude accepts (`[A-Za-z0-9_-]+`, unique in the session).
-    fn call_id(&mut self, call: &str, at: &str, losses: &mut Losses) -> String {
+    /// (`message`: the id of the message the call is in, which a loss names.)
+    fn call_id(&mut self, call: &str, message: &str, losses: &mut Losses) -> String {
         let mut id: String = call
             .chars()
             .map(|c| {
@@ -1056,7 +1088,7 @@ impl Stream {
         if id != call {
             losses.record(
                 "tool_call_id_rewritten",
-                at,
+                At::new(&self.canonical, message),
                 format_args!("call id `{call}` is written as `{id}` (Claude needs [A-Za-z0-9_-] ids, unique per session)"),
             );
         }
@@ -1085,28 +1117,25 @@ impl Stream {
                 if c.result.is_none() {
                     losses.record(
                         "tool_call_unpaired",
-                        &c.at,
+                        At::new(&self.canonical, &h.message),
                         format_args!("call `{}` has no result in the session; Claude Code drops a tool_use without its tool_result", c.call),
                     );
                     ids.push(None);
                     continue;
                 }
-                let id = self.call_id(&c.call, &c.at, losses);
-                let input = match &mut c.input {
-                    Value::Object(o) => Value::Object(std::mem::take(o)),
-                    other => {
-                        losses.record(
-                            "tool_input_not_object",
-                            &c.at,
-                            "tool_use.input must be an object: a non-object input is wrapped as {\"input\": <value>}",
-                        );
-                        json!({"input": other})
-                    }
-                };
+                let id = self.call_id(&c.call, &h.message, losses);
+                if !c.input_object {
+                    losses.record(
+                        "tool_input_not_object",
+                        At::new(&self.canonical, &h.message),
+                        "tool_use.input must be an object: a non-object input is wrapped as {\"input\": <value>}",
+                    );
+                }
+                let input = std::mem::take(&mut c.input);
                 if c.provider_executed {
                     losses.record(
                         "provider_executed_flag",
-                        &c.at,
+                        At::new(&self.canonical, &h.message),
                         "a provider-executed call is written as an ordinary tool_use",
                     );
                 }
@@ -1142,12 +1171,17 @@ impl Stream {
             let (Some(found), Some(id)) = (c.result, id) else {
                 continue;
             };
-            let at = At::new(&self.canonical, &found.message);
-            let content = result_content(found.part.result.as_value(), &at, losses);
+            if found.restructured {
+                losses.record(
+                    "tool_result_restructured",
+                    At::new(&self.canonical, &found.message),
+                    "a structured tool result is written as its JSON text (Claude tool results are text and image blocks)",
+                );
+            }
             let message = Body::Result {
                 tool_use_id: &id,
-                content: &content,
-                is_error: found.part.is_failure,
+                content: &found.content,
+                is_error: found.is_failure,
             };
             self.line("user", message, &found.timestamp, false, &found.message);
         }
@@ -1186,24 +1220,20 @@ fn file_block(f: &FilePart, at: &At<'_>, losses: &mut Losses) -> Option<Value> {
     }
 }
 
-/// `tool_result.content`: a string, or text and image blocks; anything else as JSON text.
-fn result_content<'a>(result: &'a Value, at: &At<'_>, losses: &mut Losses) -> Cow<'a, Value> {
+/// `tool_result.content`: a string, or text and image blocks; anything else as JSON text, and
+/// then true (a loss, `tool_result_restructured`).
+fn result_content(result: &Value) -> (Cow<'_, Value>, bool) {
     match result {
-        Value::String(_) => return Cow::Borrowed(result),
+        Value::String(_) => return (Cow::Borrowed(result), false),
         Value::Array(items) => {
             let blocks: Option<Vec<Value>> = items.iter().map(result_block).collect();
             if let Some(blocks) = blocks {
-                return Cow::Owned(Value::Array(blocks));
+                return (Cow::Owned(Value::Array(blocks)), false);
             }
         }
         _ => {}
     }
-    losses.record(
-        "tool_result_restructured",
-        at,
-        "a structured tool result is written as its JSON text (Claude tool results are text and image blocks)",
-    );
-    Cow::Owned(Value::String(result.to_string()))
+    (Cow::Owned(Value::String(result.to_string())), true)
 }
 
 /// One item of a result array as a Claude `tool_result` content block, if it has one.

@@ -162,7 +162,9 @@ enum Block {
     ToolCall {
         id: String,
         name: String,
-        arguments: Value,
+        /// The arguments, as compact JSON (written when the call came: a held copy of the
+        /// value would be built and dropped for nothing).
+        arguments: Vec<u8>,
     },
     Image {
         data: String,
@@ -190,7 +192,7 @@ impl Block {
                 field(out, b"{\"type\":\"toolCall\",\"id\":", id);
                 field(out, b",\"name\":", name);
                 out.extend_from_slice(b",\"arguments\":");
-                jsonl::write_value(out, arguments);
+                out.extend_from_slice(arguments);
             }
             Block::Image { data, mime } => {
                 field(out, b"{\"type\":\"image\",\"data\":", data);
@@ -427,17 +429,22 @@ impl ForeignFile {
                             });
                         }
                         PartRef::ToolCall(c) => {
-                            let args = match c.params.as_value() {
-                                Value::Object(o) => Value::Object(o.clone()),
+                            // An object as it is; anything else as `{"input": <value>}`
+                            // (serde_json's bytes for both).
+                            let mut args = Vec::new();
+                            match c.params.as_value() {
+                                Value::Object(o) => jsonl::write_value_map(&mut args, o),
                                 other => {
                                     self.losses.record(
                                         "tool_input_wrapped",
                                         at,
                                         "pi tool arguments are an object: a non-object input is kept under `input`",
                                     );
-                                    json!({ "input": other })
+                                    args.extend_from_slice(br#"{"input":"#);
+                                    jsonl::write_value(&mut args, other);
+                                    args.push(b'}');
                                 }
-                            };
+                            }
                             blocks.push(Block::ToolCall {
                                 id: c.call_id.as_str().to_owned(),
                                 name: c.name.as_str().to_owned(),
