@@ -339,6 +339,20 @@ pub struct PiCompaction<'a> {
     pub first_kept: Option<&'a str>,
 }
 
+/// At most this many messages (and lines) a foreign writer remembers of a pi session for its
+/// compactions (the Claude Code writer's `KeptLines`, the opencode writer's `KeptIds`); pi keeps
+/// about 20,000 tokens (`keepRecentTokens`), a few dozen messages.
+pub(crate) const PI_KEPT_LIMIT: usize = 1 << 16;
+
+/// Appends `item` to a list of what is remembered for a pi compaction, the older half of the
+/// list let go first when it holds [`PI_KEPT_LIMIT`].
+pub(crate) fn remember_kept<T>(list: &mut Vec<T>, item: T) {
+    if list.len() >= PI_KEPT_LIMIT {
+        list.drain(..PI_KEPT_LIMIT / 2);
+    }
+    list.push(item);
+}
+
 /// The text pi puts before a compaction's summary when it sends it (pi 0.73.1,
 /// `COMPACTION_SUMMARY_PREFIX` of its `dist/core/messages.js`).
 pub const PI_COMPACTION_PREFIX: &str = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";

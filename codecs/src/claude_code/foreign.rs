@@ -324,7 +324,8 @@ struct Stream {
 /// its `firstKeptEntryId` on, which are written before it, and Claude Code relinks the lines a
 /// `compact_boundary` names in `compactMetadata.preservedMessages` under the summary when it
 /// loads the file (2.1.197), so a resume sends the summary, those lines and what follows, as pi
-/// does ([`Stream::pi_compaction`]). At most [`KEPT_LIMIT`] of each, the older half let go.
+/// does ([`Stream::pi_compaction`]). At most [`crate::face::PI_KEPT_LIMIT`] of each, the older
+/// half let go.
 #[derive(Default)]
 struct KeptLines {
     /// The messages in the order they came (their ids, hashed).
@@ -333,16 +334,9 @@ struct KeptLines {
     lines: Vec<(u128, usize)>,
 }
 
-/// At most this many messages and lines are remembered for a pi compaction ([`KeptLines`]); pi
-/// keeps about 20,000 tokens (`keepRecentTokens`), a few dozen lines.
-const KEPT_LIMIT: usize = 1 << 16;
-
 impl KeptLines {
     fn push<T>(list: &mut Vec<T>, item: T) {
-        if list.len() >= KEPT_LIMIT {
-            list.drain(..KEPT_LIMIT / 2);
-        }
-        list.push(item);
+        crate::face::remember_kept(list, item);
     }
 
     /// Whether message `first` is remembered.

@@ -389,10 +389,10 @@ pub(crate) struct ForeignDoc {
 /// message's id; a message that makes none, the last one made before it): a pi compaction keeps
 /// the entries from its `firstKeptEntryId` on, written before it, and opencode's compaction
 /// names the first message it keeps after its summary (`tail_start_id`). At most
-/// [`KEPT_LIMIT`], the older half let go.
+/// [`crate::face::PI_KEPT_LIMIT`], the older half let go.
 #[derive(Default)]
 struct KeptIds {
-    messages: VecDeque<(u128, InlineId)>,
+    messages: Vec<(u128, InlineId)>,
 }
 
 /// An opencode message id (`msg_` and 26 characters) held without an allocation of its own.
@@ -418,20 +418,13 @@ impl InlineId {
     }
 }
 
-/// At most this many messages are remembered for a pi compaction ([`KeptIds`]); pi keeps about
-/// 20,000 tokens (`keepRecentTokens`), a few dozen messages.
-const KEPT_LIMIT: usize = 1 << 16;
-
 impl KeptIds {
     fn push(&mut self, message: &str, into: &str) {
         let Some(into) = InlineId::new(into) else {
             return;
         };
-        if self.messages.len() >= KEPT_LIMIT {
-            self.messages.drain(..KEPT_LIMIT / 2);
-        }
-        self.messages
-            .push_back((crate::digest::hash128(message), into));
+        let kept = (crate::digest::hash128(message), into);
+        crate::face::remember_kept(&mut self.messages, kept);
     }
 
     /// The opencode message the message `first` went into, if it is remembered.
