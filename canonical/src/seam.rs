@@ -264,11 +264,19 @@ impl Origin {
 }
 
 /// One record of source data behind value accessors (adapter-transport-agnostic-seam).
+///
+/// Its members are held in order as a list, not as a `Map`: a reader takes most of a record's
+/// members out one by one and leaves a few for `options`, and serde_json's `Map` (with
+/// `preserve_order`, an `IndexMap`) hashes each key with SipHash on every insert and removal,
+/// which cost more than the comparisons of a record's few short keys (see docs/benchmarks.md,
+/// "a record's members held as a list"). Taking a member moves the last one into its place, as
+/// `Map::remove` does, so the leftovers are in the order they were in before.
 #[derive(Debug, Clone)]
 pub struct Record<'o> {
     origin: &'o Origin,
     locator: Locator,
-    fields: Map<String, Value>,
+    /// Distinct keys, in the order a `Map` of the record would hold them.
+    fields: Vec<(String, Value)>,
 }
 
 impl<'o> Record<'o> {
@@ -315,7 +323,7 @@ impl<'o> Record<'o> {
             Value::Object(fields) => Ok(Self {
                 origin,
                 locator,
-                fields,
+                fields: fields.into_iter().collect(),
             }),
             other => Err(origin.error(
                 locator,
@@ -323,6 +331,40 @@ impl<'o> Record<'o> {
                     found: json_kind(&other),
                 },
             )),
+        }
+    }
+
+    /// A record from its members in order, as a JSON object's parse gives them: for a fast
+    /// path that builds the members itself. A key named twice keeps its first place and its
+    /// last value, as in a parsed object.
+    pub fn from_members(
+        origin: &'o Origin,
+        locator: Locator,
+        members: Vec<(String, Value)>,
+    ) -> Self {
+        // Past a few members, which no harness's record has, a `Map` finds the repeated keys
+        // (comparing each key with every other would be quadratic in a hostile line's length).
+        const SMALL: usize = 32;
+        let fields = if members.len() > SMALL {
+            members
+                .into_iter()
+                .collect::<Map<_, _>>()
+                .into_iter()
+                .collect()
+        } else {
+            let mut fields: Vec<(String, Value)> = Vec::with_capacity(members.len());
+            for (key, value) in members {
+                match fields.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, v)) => *v = value,
+                    None => fields.push((key, value)),
+                }
+            }
+            fields
+        };
+        Self {
+            origin,
+            locator,
+            fields,
         }
     }
 
@@ -352,47 +394,68 @@ impl<'o> Record<'o> {
         })
     }
 
+    /// Where the member `key` is in `fields`.
+    fn place(&self, key: &str) -> Option<usize> {
+        self.fields.iter().position(|(k, _)| k == key)
+    }
+
     /// The field `key`.
     pub fn get(&self, key: &str) -> Option<Extracted<&Value>> {
-        member(&self.fields, key).map(Extracted)
+        self.member(key).map(Extracted)
+    }
+
+    fn member(&self, key: &str) -> Option<&Value> {
+        self.fields
+            .iter()
+            .find_map(|(k, v)| (k == key).then_some(v))
     }
 
     /// The value at a JSON pointer into the record (`/message/content`).
     pub fn pointer(&self, pointer: &str) -> Option<Extracted<&Value>> {
-        object_pointer(&self.fields, pointer).map(Extracted)
+        members_pointer(|key| self.member(key), pointer).map(Extracted)
     }
 
     /// The field `key` if it is a string.
     pub fn str(&self, key: &str) -> Option<Extracted<&str>> {
-        member(&self.fields, key)
-            .and_then(Value::as_str)
-            .map(Extracted)
+        self.member(key).and_then(Value::as_str).map(Extracted)
     }
 
     /// Removes the field `key` (so it does not land in the record's leftovers twice).
     pub fn take(&mut self, key: &str) -> Option<Extracted<Value>> {
-        self.fields.remove(key).map(Extracted)
+        let at = self.place(key)?;
+        Some(Extracted(self.fields.swap_remove(at).1))
     }
 
     /// Removes the field `key` if it is a string; a field of another type stays in place.
     pub fn take_str(&mut self, key: &str) -> Option<Extracted<String>> {
-        match member(&self.fields, key) {
-            Some(Value::String(_)) => match self.fields.remove(key) {
-                Some(Value::String(s)) => Some(Extracted(s)),
-                _ => None,
-            },
+        let at = self.place(key)?;
+        if !self.fields[at].1.is_string() {
+            return None;
+        }
+        match self.fields.swap_remove(at).1 {
+            Value::String(s) => Some(Extracted(s)),
             _ => None,
         }
     }
 
     /// The fields not taken yet: what rule 2 of the placement procedure puts into `options`.
     pub fn into_rest(self) -> Extracted<Map<String, Value>> {
-        Extracted(self.fields)
+        Extracted(self.fields.into_iter().collect())
     }
 
-    /// The record whole, for a placement-rule-3 carrier.
-    pub fn whole(&self) -> Extracted<&Map<String, Value>> {
-        Extracted(&self.fields)
+    /// Whether the record has no member left.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// The record whole, copied, for a placement-rule-3 carrier or a check of its shape.
+    pub fn whole(&self) -> Extracted<Map<String, Value>> {
+        Extracted(self.fields.iter().cloned().collect())
+    }
+
+    /// The members of the record in order, each as its name and value.
+    pub fn members(&self) -> impl Iterator<Item = (&str, Extracted<&Value>)> {
+        self.fields.iter().map(|(k, v)| (k.as_str(), Extracted(v)))
     }
 
     /// A typed error at this record.
@@ -555,8 +618,12 @@ pub fn member<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     }
 }
 
-/// RFC 6901 lookup that starts at an object rather than a `Value`, so a record need not be wrapped.
-fn object_pointer<'a>(map: &'a Map<String, Value>, pointer: &str) -> Option<&'a Value> {
+/// RFC 6901 lookup that starts at an object rather than a `Value`, so a record need not be
+/// wrapped: `first` finds a member of the object the pointer starts at.
+fn members_pointer<'a>(
+    first: impl FnOnce(&str) -> Option<&'a Value>,
+    pointer: &str,
+) -> Option<&'a Value> {
     // What `Value::pointer` does, without allocating for a token that has no `~` escape (every
     // reader asks for a few pointers per record).
     fn token(t: &str) -> std::borrow::Cow<'_, str> {
@@ -574,8 +641,8 @@ fn object_pointer<'a>(map: &'a Map<String, Value>, pointer: &str) -> Option<&'a 
             None => (rest, None),
         }
     }
-    let (first, mut rest) = cut(pointer.strip_prefix('/')?);
-    let mut at = member(map, &token(first))?;
+    let (head, mut rest) = cut(pointer.strip_prefix('/')?);
+    let mut at = first(&token(head))?;
     while let Some(more) = rest {
         let (t, next) = cut(more);
         rest = next;
@@ -741,6 +808,50 @@ mod tests {
             let msg = err.to_string();
             assert!(msg.starts_with("test: /tmp/s.jsonl:7: "), "{msg}");
             assert!(msg.contains(want), "{msg} lacks {want}");
+        }
+    }
+
+    #[test]
+    fn a_record_of_members_reads_as_the_map_of_its_parsed_object() {
+        // The members of a fast-path build, repeated keys and takes included, give what
+        // serde_json's `Map` of the line gives: the same lookups, the same leftovers in the same
+        // order (a take moves the last member into its place, as `Map::remove` does), on both
+        // sides of the count past which repeated keys are found with a `Map`.
+        let o = origin();
+        for n in [3usize, 31, 40] {
+            let mut keys: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();
+            keys.push("k1".to_owned()); // named twice: first place, last value
+            let text = format!(
+                "{{{}}}",
+                keys.iter()
+                    .enumerate()
+                    .map(|(i, k)| format!("\"{k}\":{i}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            let members: Vec<(String, Value)> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| (k.clone(), Value::from(i)))
+                .collect();
+            let mut map: Map<String, Value> = serde_json::from_str(&text).unwrap();
+            let mut built = Record::from_members(&o, Locator::Line(1), members);
+            assert_eq!(built.get("k1").unwrap().get(), &&Value::from(n));
+            assert_eq!(built.get("k1").map(Extracted::into_inner), map.get("k1"));
+            for key in ["k0", "k2", "missing"] {
+                assert_eq!(
+                    built.take(key).map(Extracted::into_inner),
+                    map.remove(key),
+                    "{n} members, take {key}"
+                );
+            }
+            let rest = built.into_rest().into_inner();
+            assert_eq!(
+                rest.iter().collect::<Vec<_>>(),
+                map.iter().collect::<Vec<_>>(),
+                "{n} members: the leftovers and their order"
+            );
+            assert_eq!(rest.len(), n - 2);
         }
     }
 

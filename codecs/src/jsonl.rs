@@ -630,8 +630,8 @@ impl LineParser {
         at: Locator,
         bytes: &[u8],
     ) -> Result<Record<'o>, ParseError> {
-        match self.with_tape(bytes, |nodes| tape_value(nodes, &mut 0, 0)) {
-            Some(value) => Record::from_value(origin, at, value),
+        match self.with_tape(bytes, tape_record) {
+            Some(built) => built.record(origin, at),
             None => Record::from_json_at(origin, at, bytes),
         }
     }
@@ -650,7 +650,7 @@ impl LineParser {
             return self.record(origin, line, bytes);
         };
         match self.with_tape(bytes, |nodes| tape_record_pruned(nodes, prune)) {
-            Some(value) => Record::from_value(origin, Locator::Line(line), value),
+            Some(built) => built.record(origin, Locator::Line(line)),
             None => Record::from_json_line(origin, line, bytes),
         }
     }
@@ -1355,11 +1355,29 @@ impl Prune {
     }
 }
 
+/// A line's value as the fast path builds it: an object as its members, in order (a
+/// [`Record`]'s own form, with no `Map` hashing their keys), anything else as the value.
+enum Built {
+    Members(Vec<(String, Value)>),
+    Other(Value),
+}
+
+impl Built {
+    fn record<'o>(self, origin: &'o Origin, at: Locator) -> Result<Record<'o>, ParseError> {
+        match self {
+            Built::Members(members) => Ok(Record::from_members(origin, at, members)),
+            Built::Other(value) => Record::from_value(origin, at, value),
+        }
+    }
+}
+
+/// The record at `nodes[0]`; `None` to leave the fast path.
+fn tape_record(nodes: &[Node<'_>]) -> Option<Built> {
+    tape_record_with(nodes, |_, at| tape_value(nodes, at, 1).map(Some))
+}
+
 /// The record at `nodes[0]` with [`Prune`]'s members left out; `None` to leave the fast path.
-fn tape_record_pruned(nodes: &[Node<'_>], prune: &Prune) -> Option<Value> {
-    let Node::Object { len, .. } = *nodes.first()? else {
-        return tape_value(nodes, &mut 0, 0);
-    };
+fn tape_record_pruned(nodes: &[Node<'_>], prune: &Prune) -> Option<Built> {
     // A record naming a member twice is built whole (see `tape_members`), the members of
     // `object` left out as `pruned_object` leaves them.
     let unread = if prune.unread.is_empty() || tape_members(nodes, 0).is_some() {
@@ -1367,28 +1385,44 @@ fn tape_record_pruned(nodes: &[Node<'_>], prune: &Prune) -> Option<Value> {
     } else {
         &[]
     };
+    tape_record_with(nodes, |key, at| {
+        if unread.contains(&key) {
+            let end = *at + span(nodes, *at)?;
+            if !prune.wants(key, nodes.get(*at..end)?) {
+                *at = end;
+                return Some(None);
+            }
+        }
+        if key == prune.object {
+            pruned_object(nodes, at, prune).map(Some)
+        } else {
+            tape_value(nodes, at, 1).map(Some)
+        }
+    })
+}
+
+/// The record at `nodes[0]`, each member's value as `value(key, at)` builds it from
+/// `nodes[*at]` on (passing what it takes; `Some(None)`: the member is left out); a value that
+/// is no object is built whole. `None` to leave the fast path.
+fn tape_record_with(
+    nodes: &[Node<'_>],
+    mut value: impl FnMut(&str, &mut usize) -> Option<Option<Value>>,
+) -> Option<Built> {
+    let Node::Object { len, .. } = *nodes.first()? else {
+        return tape_value(nodes, &mut 0, 0).map(Built::Other);
+    };
     let mut at = 1;
-    let mut map = Map::with_capacity(len);
+    let mut members = Vec::with_capacity(len);
     for _ in 0..len {
         let Node::String(key) = *nodes.get(at)? else {
             return None;
         };
         at += 1;
-        if unread.contains(&key) {
-            let end = at + span(nodes, at)?;
-            if !prune.wants(key, nodes.get(at..end)?) {
-                at = end;
-                continue;
-            }
+        if let Some(v) = value(key, &mut at)? {
+            members.push((key.to_owned(), v));
         }
-        let value = if key == prune.object {
-            pruned_object(nodes, &mut at, prune)?
-        } else {
-            tape_value(nodes, &mut at, 1)?
-        };
-        map.insert(key.to_owned(), value);
     }
-    Some(Value::Object(map))
+    Some(Built::Members(members))
 }
 
 /// How many nodes the value at `nodes[at]` spans, itself included.

@@ -26,18 +26,23 @@ pub(crate) fn put(options: &mut Options, ns: &str, key: &str, value: Value) {
 /// Whether a `response_item` payload has what its typed parts need. A payload that does not is
 /// carried whole instead (placement rule 3), so nothing is taken from it and then lost.
 pub(crate) fn mappable(p: &Map<String, Value>) -> bool {
-    let is_str = |k: &str| member(p, k).is_some_and(Value::is_string);
-    match member(p, "type").and_then(Value::as_str) {
+    mappable_by(|k| member(p, k))
+}
+
+/// [`mappable`] of an object whose member `k` is `member(k)` (a record's own members).
+pub(crate) fn mappable_by<'a>(member: impl Fn(&str) -> Option<&'a Value>) -> bool {
+    let is_str = |k: &str| member(k).is_some_and(Value::is_string);
+    match member("type").and_then(Value::as_str) {
         Some("message") => is_str("role"),
         Some("reasoning") => true,
         Some("function_call") => is_str("call_id") && is_str("name") && is_str("arguments"),
         Some("custom_tool_call") => is_str("call_id") && is_str("name") && is_str("input"),
-        Some("local_shell_call") => is_str("call_id") && member(p, "action").is_some(),
+        Some("local_shell_call") => is_str("call_id") && member("action").is_some(),
         Some("web_search_call") => {
-            (is_str("call_id") || is_str("id")) && member(p, "action").is_some()
+            (is_str("call_id") || is_str("id")) && member("action").is_some()
         }
         Some("function_call_output" | "custom_tool_call_output") => {
-            is_str("call_id") && member(p, "output").is_some()
+            is_str("call_id") && member("output").is_some()
         }
         _ => false,
     }

@@ -1,7 +1,7 @@
 //! The Codex read face: finds rollouts, reads them line by line (plain or zstd), and places every
 //! line by the three rules of spec 6.5.
 
-use super::items::{map_item, mappable, put};
+use super::items::{map_item, mappable, mappable_by, put};
 use super::{NAME, keys};
 use crate::face::{CarriedLine, CarrierParts, Item, ReadFace, Sniff};
 use crate::{discover, jsonl};
@@ -525,7 +525,8 @@ fn place_record(
                 .and_then(|p| p.get().as_object())
                 .is_some_and(mappable)
     } else {
-        record.get("record_type").is_none() && mappable(record.whole().get())
+        record.get("record_type").is_none()
+            && mappable_by(|k| record.get(k).map(Extracted::into_inner))
     };
     let mut message = if !typed {
         // Placement rule 3: a line that is no message (event_msg, turn_context, compacted,

@@ -368,7 +368,7 @@ fn map_part(
     let Some(kind) = kind else {
         // Harness metadata (step-start, step-finish, snapshot, patch, agent, subtask, retry,
         // compaction, ...): placement rule 2, kept whole and in order on the message.
-        let whole = Json::from(rec.whole().derive(|m| Value::Object(m.clone())));
+        let whole = Json::from(rec.whole().derive(Value::Object));
         return (Vec::new(), Some(whole.into_value()));
     };
     let Some(id) = rec.take_str("id") else {

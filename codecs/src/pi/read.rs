@@ -207,7 +207,7 @@ pub(crate) fn read<'o>(
                 Err(e) => emit(Err(e)),
                 Ok(record) => {
                     if header.is_none() {
-                        let whole = Value::Object(record.whole().into_inner().clone());
+                        let whole = Value::Object(record.whole().into_inner());
                         if is_header(&whole) {
                             header = Some(record);
                         } else {
