@@ -28,6 +28,8 @@ pub use model::{
     ToolApprovalRequestPart, ToolApprovalResponsePart, ToolCallPart, ToolMessage, ToolPart,
     ToolResultPart, UserMessage, UserPart, options_ns,
 };
-pub use seam::{Extracted, LineFields, Locator, Origin, ParseError, ParseErrorKind, Record};
+pub use seam::{
+    Detached, Extracted, LineFields, Locator, Origin, ParseError, ParseErrorKind, Record,
+};
 pub use time::{Timestamp, civil_from_days};
 pub use untrusted::escape_controls;

@@ -458,9 +458,36 @@ impl<'o> Record<'o> {
         self.fields.iter().map(|(k, v)| (k.as_str(), Extracted(v)))
     }
 
+    /// The record with its source let go of, to be [attached](Detached::attach) again.
+    pub fn detach(self) -> Detached {
+        Detached {
+            locator: self.locator,
+            fields: self.fields,
+        }
+    }
+
     /// A typed error at this record.
     pub fn error(&self, kind: ParseErrorKind) -> ParseError {
         self.origin.error(self.locator.clone(), kind)
+    }
+}
+
+/// A [`Record`] away from the source it came from: for a message made from it later, on
+/// whichever thread takes it, where the source is at hand again ([`Detached::attach`]).
+#[derive(Debug, Clone)]
+pub struct Detached {
+    locator: Locator,
+    fields: Vec<(String, Value)>,
+}
+
+impl Detached {
+    /// The record again, from `origin` (the source it was read from).
+    pub fn attach(self, origin: &Origin) -> Record<'_> {
+        Record {
+            origin,
+            locator: self.locator,
+            fields: self.fields,
+        }
     }
 }
 
@@ -853,6 +880,22 @@ mod tests {
             );
             assert_eq!(rest.len(), n - 2);
         }
+    }
+
+    #[test]
+    fn a_detached_record_attached_again_is_the_record_it_was() {
+        let o = origin();
+        let mut r = Record::from_json_line(&o, 4, br#"{"a":"x","b":{"c":1},"d":[2]}"#).unwrap();
+        r.take("a");
+        let again = r.clone().detach().attach(&o);
+        assert_eq!(again.locator(), r.locator());
+        assert_eq!(again.whole().into_inner(), r.whole().into_inner());
+        assert_eq!(again.pointer("/b/c").unwrap().get(), &&Value::from(1));
+        assert_eq!(
+            again.into_rest().into_inner().keys().collect::<Vec<_>>(),
+            ["d", "b"],
+            "the order a take left"
+        );
     }
 
     #[test]

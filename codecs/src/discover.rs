@@ -18,6 +18,15 @@ pub(crate) fn relative_of(root: &Path, path: &Path) -> String {
 /// whether a foreign writer looking for `keys` (`SessionWriter::option_keys`) could find
 /// anything in it. Strings are compared too, to be safe: it only ever keeps more.
 pub(crate) fn names_any(map: &Map<String, Value>, keys: &[&str]) -> bool {
+    members_name_any(map.iter().map(|(k, v)| (k.as_str(), v)), keys)
+}
+
+/// [`names_any`] of an object given as its members (a record's leftovers, before they are
+/// built into a `Map` only to be found unwanted).
+pub(crate) fn members_name_any<'a>(
+    mut members: impl Iterator<Item = (&'a str, &'a Value)>,
+    keys: &[&str],
+) -> bool {
     fn within(value: &Value, keys: &[&str]) -> bool {
         match value {
             Value::String(s) => keys.contains(&s.as_str()),
@@ -26,8 +35,14 @@ pub(crate) fn names_any(map: &Map<String, Value>, keys: &[&str]) -> bool {
             _ => false,
         }
     }
-    map.iter()
-        .any(|(k, v)| keys.contains(&k.as_str()) || within(v, keys))
+    members.any(|(k, v)| keys.contains(&k) || within(v, keys))
+}
+
+/// [`names_any`] of what a record has left ([`Record::into_rest`] would give).
+///
+/// [`Record::into_rest`]: pond_canonical::Record::into_rest
+pub(crate) fn rest_names_any(record: &pond_canonical::Record<'_>, keys: &[&str]) -> bool {
+    members_name_any(record.members().map(|(k, v)| (k, v.into_inner())), keys)
 }
 
 /// The first non-empty string under one of `keys` in the object `o`, searched breadth-first to
@@ -109,5 +124,39 @@ mod tests {
         let reordered: Map<String, Value> =
             serde_json::from_str(r#"{"model": "second", "modelId": "first"}"#).unwrap();
         assert_eq!(first_str(&reordered, &["modelId", "model"]), Some("first"));
+    }
+
+    #[test]
+    fn what_a_record_has_left_names_a_key_as_its_built_rest_does() {
+        // Asked of the record before its leftovers are built: the same answer as of the built
+        // `Map`, for a key as a member's name, as a string deep within, taken out, or absent.
+        let origin = pond_canonical::Origin::new("test", "/tmp/t.jsonl", "t.jsonl");
+        let line = br#"{"type":"x","model":"m","usage":{"a":[1,{"b":"modelID"}]},"id":"i"}"#;
+        for (take, keys) in [
+            (None, &["model"][..]),
+            (Some("model"), &["model"][..]),
+            (None, &["modelID"][..]),
+            (Some("usage"), &["modelID"][..]),
+            (None, &["absent", "b"][..]),
+            (None, &[][..]),
+        ] {
+            let mut record = pond_canonical::Record::from_json_line(&origin, 1, line).unwrap();
+            if let Some(key) = take {
+                record.take(key);
+            }
+            let early = rest_names_any(&record, keys);
+            assert_eq!(
+                early,
+                names_any(record.into_rest().get(), keys),
+                "{take:?} taken, {keys:?}"
+            );
+        }
+        let record = pond_canonical::Record::from_json_line(&origin, 1, line).unwrap();
+        assert!(rest_names_any(&record, &["modelID"]));
+        assert!(
+            rest_names_any(&record, &["b"]),
+            "a member's name deep within"
+        );
+        assert!(!rest_names_any(&record, &["absent", "modelId"]));
     }
 }

@@ -764,13 +764,9 @@ fn deferred(
     duplicate_of: Option<u64>,
     mut tool_names: HashMap<String, Extracted<String>>,
 ) -> crate::face::Deferred {
-    let at = record.locator().clone();
-    let fields = record.into_rest().into_inner();
+    let record = record.detach();
     Box::new(move |origin: &Origin, emit| {
-        let record = match Record::from_value(origin, at, Value::Object(fields)) {
-            Ok(record) => record,
-            Err(e) => return emit(Err(e)),
-        };
+        let record = record.attach(origin);
         let mut ctx = LineContext {
             session: &session,
             anchor: &anchor,

@@ -539,14 +539,14 @@ fn place_record(
         if !fallback {
             record.take("timestamp");
         }
-        let rest = record.into_rest();
         let mut message = map_item(session, id, timestamp, payload, wanted);
-        if wanted.is_none_or(|keys| discover::names_any(rest.get(), keys)) {
+        // The envelope's leftovers are built only when they are kept.
+        if wanted.is_none_or(|keys| discover::rest_names_any(&record, keys)) {
             put(
                 message.options_mut(),
                 "source",
                 keys::ENVELOPE,
-                Value::Object(bounded_object(rest)),
+                Value::Object(bounded_object(record.into_rest())),
             );
         }
         message

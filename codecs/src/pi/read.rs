@@ -728,11 +728,13 @@ fn map_record(
         }
     };
     let wants = |map: &Map<String, Value>| wanted.is_none_or(|keys| names_any(map, keys));
-    let rest = rec.into_rest();
     // A compaction's fields (`firstKeptEntryId`, ...) are kept whatever the writer wants: a
     // foreign writer whose harness has a compaction of its own reads them
-    // (`crate::face::pi_compaction`), and the entry is rare.
-    let entry = (kind == "compaction" || wants(rest.get())).then_some(rest);
+    // (`crate::face::pi_compaction`), and the entry is rare. The leftovers are built only when
+    // they are kept.
+    let entry = (kind == "compaction"
+        || wanted.is_none_or(|keys| crate::discover::rest_names_any(&rec, keys)))
+    .then(|| rec.into_rest());
     let msg = kept.message.filter(|msg| wants(msg.get()));
     if entry.is_some() || msg.is_some() || !kept.unmapped.is_empty() {
         let pi = options_ns(message.options_mut(), NAME);
