@@ -345,12 +345,17 @@ impl<'o> Record<'o> {
         // Past a few members, which no harness's record has, a `Map` finds the repeated keys
         // (comparing each key with every other would be quadratic in a hostile line's length).
         const SMALL: usize = 32;
+        let repeats = |members: &[(String, Value)]| {
+            (1..members.len()).any(|i| members[..i].iter().any(|(k, _)| *k == members[i].0))
+        };
         let fields = if members.len() > SMALL {
             members
                 .into_iter()
                 .collect::<Map<_, _>>()
                 .into_iter()
                 .collect()
+        } else if !repeats(&members) {
+            members
         } else {
             let mut fields: Vec<(String, Value)> = Vec::with_capacity(members.len());
             for (key, value) in members {
@@ -654,7 +659,7 @@ fn members_pointer<'a>(
     // What `Value::pointer` does, without allocating for a token that has no `~` escape (every
     // reader asks for a few pointers per record).
     fn token(t: &str) -> std::borrow::Cow<'_, str> {
-        if t.contains('~') {
+        if t.as_bytes().contains(&b'~') {
             t.replace("~1", "/").replace("~0", "~").into()
         } else {
             t.into()

@@ -138,7 +138,8 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     text
 }
 
-fn push_hex(text: &mut String, byte: u8) {
+/// Appends the two hex digits of `byte`.
+pub(crate) fn push_hex(text: &mut String, byte: u8) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     text.push(char::from(DIGITS[usize::from(byte >> 4)]));
     text.push(char::from(DIGITS[usize::from(byte & 0x0f)]));

@@ -26,3 +26,11 @@ pub use face::{
     Target, WriteError, WriteFace, Written,
 };
 pub use registry::{CODECS, Codec, Install, find};
+
+/// A hash map a codec only looks things up in, never iterates (so neither the order nor the
+/// per-process seed can show in what it writes): foldhash, not the standard SipHash, which
+/// cost several times as much per key for the short ids a reader or writer tracks per call.
+pub(crate) type LookupMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// The set of [`LookupMap`].
+pub(crate) type LookupSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;

@@ -28,7 +28,9 @@
 //! `tool_call_unpaired`), and a result that arrives for no waiting call (after that, before its
 //! call, or never called) is left out at once (loss `tool_result_unpaired`).
 
-use super::naming::{encode_cwd, hex_id, hex_id_of, is_uuid, resume_command, uuid_v5, uuid_v5_of};
+use super::naming::{
+    encode_cwd, hex_id, is_uuid, prefixed_hex_id_of, resume_command, uuid_v5, uuid_v5_of,
+};
 use crate::face::{At, CarriedLine, Losses, Target, WriteError, Written};
 use crate::hold::{MAX_HELD, harness_only};
 use crate::jsonl::{self, write_str, write_value, write_value_map};
@@ -38,7 +40,7 @@ use pond_canonical::{
 };
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 
 /// The Claude Code version whose transcript format the foreign write produces (the `version`
 /// field of every line): the version the oracle checks against.
@@ -55,9 +57,9 @@ pub const SYNTHETIC_MODEL: &str = "<synthetic>";
 pub struct ForeignWriter {
     /// The foreign sessions of the current source, in the order they began.
     streams: Vec<Stream>,
-    index: HashMap<String, usize>,
+    index: crate::LookupMap<String, usize>,
     /// Every session this writer placed: canonical id -> (Claude session uuid, project).
-    known: HashMap<String, (String, String)>,
+    known: crate::LookupMap<String, (String, String)>,
 }
 
 impl ForeignWriter {
@@ -130,7 +132,7 @@ impl ForeignWriter {
             prev: None,
             model: find_model(&session.options, 4),
             queue: VecDeque::new(),
-            call_ids: HashSet::new(),
+            call_ids: crate::LookupSet::default(),
             buf: Vec::new(),
             started: false,
             kept: (session.source_agent == "pi").then(KeptLines::default),
@@ -311,7 +313,7 @@ struct Stream {
     /// What is held back, oldest first; the last may be the open response.
     queue: VecDeque<Item>,
     /// Tool call ids written so far (Claude needs them unique).
-    call_ids: HashSet<String>,
+    call_ids: crate::LookupSet<String>,
     /// Lines made final since the last write to the output.
     buf: Vec<u8>,
     /// Whether the session-level losses were recorded.
@@ -1151,7 +1153,7 @@ impl Stream {
                         b":",
                         h.message.as_bytes(),
                     ];
-                    format!("msg_{}", hex_id_of(&name, 24))
+                    prefixed_hex_id_of("msg_", &name, 24)
                 })
                 .clone();
             let message = Body::Assistant {

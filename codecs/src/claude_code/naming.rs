@@ -76,12 +76,18 @@ pub fn hex_id(name: impl std::fmt::Display, n: usize) -> String {
     h
 }
 
-/// [`hex_id`] of the name that is the concatenation of `pieces`, without `fmt`'s machinery (one
-/// per assistant message of a Claude Code write).
-pub(crate) fn hex_id_of(pieces: &[&[u8]], n: usize) -> String {
-    let mut h = digest::hex(&digest::sha1_of(&NAMESPACE, pieces));
-    h.truncate(n.min(40));
-    h
+/// `prefix` followed by the [`hex_id`] of the name that is the concatenation of `pieces`, in
+/// one string and without `fmt`'s machinery (one per assistant message of a Claude Code write).
+pub(crate) fn prefixed_hex_id_of(prefix: &str, pieces: &[&[u8]], n: usize) -> String {
+    let digest = digest::sha1_of(&NAMESPACE, pieces);
+    let n = n.min(40);
+    let mut id = String::with_capacity(prefix.len() + n + 1);
+    id.push_str(prefix);
+    for &byte in &digest[..n.div_ceil(2)] {
+        digest::push_hex(&mut id, byte);
+    }
+    id.truncate(prefix.len() + n);
+    id
 }
 
 /// `cd '<cwd>' && claude --resume <id>`, the cwd single-quoted for a POSIX shell.
@@ -124,8 +130,19 @@ mod tests {
     #[test]
     fn ids_from_pieces_are_those_from_their_concatenation() {
         let pieces: [&[u8]; 4] = [b"response:", b"s-1", b":", b"L7"];
-        assert_eq!(hex_id_of(&pieces, 24), hex_id("response:s-1:L7", 24));
-        assert_eq!(hex_id_of(&pieces, 24).len(), 24);
+        assert_eq!(
+            prefixed_hex_id_of("", &pieces, 24),
+            hex_id("response:s-1:L7", 24)
+        );
+        assert_eq!(prefixed_hex_id_of("", &pieces, 24).len(), 24);
+        assert_eq!(
+            prefixed_hex_id_of("msg_", &pieces, 24),
+            format!("msg_{}", hex_id("response:s-1:L7", 24))
+        );
+        assert_eq!(
+            prefixed_hex_id_of("", &pieces, 7),
+            hex_id("response:s-1:L7", 7)
+        );
         assert_eq!(uuid_v5_of(&pieces), uuid_v5("response:s-1:L7"));
     }
 

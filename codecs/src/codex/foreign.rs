@@ -94,7 +94,7 @@ pub(crate) struct ForeignRollout {
     /// The first write that failed; nothing more is written after it.
     failed: Option<WriteError>,
     /// The call ids written so far, to pair results with.
-    calls: std::collections::HashSet<String>,
+    calls: crate::LookupSet<String>,
     /// The `timestamp` of the lines being made: the current message's, in Codex's form.
     ts: String,
     /// A buffer reused for what a line needs made before it is written: a user item's content
@@ -217,7 +217,7 @@ impl ForeignRollout {
             path,
             buf: Vec::new(),
             failed: None,
-            calls: std::collections::HashSet::new(),
+            calls: crate::LookupSet::default(),
             ts: iso_millis(created),
             scratch: Vec::new(),
             retained: (session.source_agent == "pi").then(Retained::default),

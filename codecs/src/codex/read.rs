@@ -11,7 +11,6 @@ use pond_canonical::{
     Record, Session, SessionId, SystemMessage, Timestamp,
 };
 use serde_json::Value;
-use std::collections::HashSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -187,7 +186,7 @@ fn read_rollout(
         origin: source,
         state: State::Searching,
         pending: Vec::new(),
-        ids: HashSet::new(),
+        ids: crate::LookupSet::default(),
         records: 0,
         wanted,
     };
@@ -285,7 +284,7 @@ struct Rollout<'o> {
     origin: &'o Origin,
     state: State,
     pending: Vec<Record<'o>>,
-    ids: HashSet<String>,
+    ids: crate::LookupSet<String>,
     records: u64,
     /// A foreign write's option keys ([`map_item`]'s `wanted`).
     wanted: Option<&'static [&'static str]>,

@@ -17,7 +17,6 @@ use crate::hold::Streamed as _;
 use crate::jsonl;
 use pond_canonical::{FileData, Message, Part, Session};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
 
 /// The write face.
 pub struct OpencodeWriter;
@@ -27,9 +26,9 @@ impl WriteFace for OpencodeWriter {
         Box::new(ExportWriter {
             layout,
             docs: Vec::new(),
-            index: HashMap::new(),
+            index: crate::LookupMap::default(),
             foreign: Vec::new(),
-            foreign_index: HashMap::new(),
+            foreign_index: crate::LookupMap::default(),
         })
     }
 }
@@ -40,9 +39,9 @@ impl WriteFace for OpencodeWriter {
 struct ExportWriter {
     layout: Layout,
     docs: Vec<NativeDoc>,
-    index: HashMap<String, usize>,
+    index: crate::LookupMap<String, usize>,
     foreign: Vec<foreign::ForeignDoc>,
-    foreign_index: HashMap<String, usize>,
+    foreign_index: crate::LookupMap<String, usize>,
 }
 
 /// The command that resumes an imported session: opencode lists and resumes a session from the

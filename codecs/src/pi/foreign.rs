@@ -44,7 +44,7 @@ use crate::hold::{Prelude, Streamed};
 use crate::jsonl;
 use pond_canonical::{AssistantPart, FileData, Message, PartRef, Session, Timestamp, ToolPart};
 use serde_json::{Value, json};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 
 /// The keys a foreign write looks for in a message's options: its provider and model
 /// (`SessionWriter::option_keys`).
@@ -291,14 +291,14 @@ pub(crate) struct ForeignFile {
     /// How many pi messages were written (the index in the session of `held[0]`).
     base: usize,
     /// Call id -> (index in the session of its pi message, tool name), for held messages.
-    calls: HashMap<String, (usize, String)>,
+    calls: crate::LookupMap<String, (usize, String)>,
     /// Every call id answered in the session (a second result is dropped).
-    answered: HashSet<String>,
+    answered: crate::LookupSet<String>,
     in_assistant_run: bool,
     provider: String,
     model: String,
     /// Entry ids used so far (re-hashed on a collision) and the last one (the next `parentId`).
-    used: HashSet<u32>,
+    used: crate::LookupSet<u32>,
     parent: Option<String>,
     /// A Claude Code compaction's boundary (its id and time), until the message after it shows
     /// whether it has a summary ([`crate::face::compact_summary_text`]).
@@ -667,12 +667,12 @@ impl ForeignFile {
             prelude: Prelude::new(),
             held: VecDeque::new(),
             base: 0,
-            calls: HashMap::new(),
-            answered: HashSet::new(),
+            calls: crate::LookupMap::default(),
+            answered: crate::LookupSet::default(),
             in_assistant_run: false,
             provider: String::new(),
             model: String::new(),
-            used: HashSet::new(),
+            used: crate::LookupSet::default(),
             parent: None,
             boundary: None,
             buf,

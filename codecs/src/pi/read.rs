@@ -249,7 +249,7 @@ pub(crate) fn read<'o>(
     };
 
     // The tree: `parentId` where the entry has one (null: a root); the previous entry otherwise.
-    let mut by_id: HashMap<&str, usize> = HashMap::new();
+    let mut by_id: crate::LookupMap<&str, usize> = crate::LookupMap::default();
     for (i, e) in entries.iter().enumerate() {
         if e.has_id {
             by_id.entry(e.id.as_str()).or_insert(i);

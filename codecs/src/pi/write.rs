@@ -17,7 +17,7 @@ use crate::hold::Streamed as _;
 use crate::jsonl;
 use pond_canonical::{FileData, Message, Part, Session};
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// The write face.
 pub struct PiWriter;
@@ -79,10 +79,10 @@ struct FileWriter {
     flat: bool,
     /// Foreign sessions of the current source, written as their entries become final.
     foreign: Vec<foreign::ForeignFile>,
-    foreign_index: HashMap<String, usize>,
+    foreign_index: crate::LookupMap<String, usize>,
     files: Vec<(String, PiFile)>,
     /// Session id to index in `files`.
-    sessions: HashMap<String, usize>,
+    sessions: crate::LookupMap<String, usize>,
     arrivals: u64,
     /// The entry line being made.
     line: Vec<u8>,
