@@ -58,7 +58,7 @@ pub(crate) fn map_item(
     mut payload: Extracted<Map<String, Value>>,
     wanted: Option<&[&str]>,
 ) -> Message {
-    let mut taken: Vec<&'static str> = Vec::new();
+    let mut taken = Taken(wanted.is_none().then(|| Vec::with_capacity(4)));
     let kind = payload
         .field("type")
         .and_then(|t| t.get().as_str())
@@ -86,10 +86,22 @@ pub(crate) fn map_item(
         );
     }
     // The native writer's record of what was taken; no foreign writer reads `options.pond`.
-    if wanted.is_none() {
+    if let Some(taken) = taken.0 {
         put(options, "pond", keys::TAKEN, Value::from(taken));
     }
     message
+}
+
+/// The names of the payload's fields a mapping took, for `options.pond.taken`: kept only for
+/// the native writer (`Some`), the one that reads them.
+struct Taken(Option<Vec<&'static str>>);
+
+impl Taken {
+    fn push(&mut self, field: &'static str) {
+        if let Some(names) = &mut self.0 {
+            names.push(field);
+        }
+    }
 }
 
 /// Whether leftovers `rest` go to options: always for a native write; for a foreign one
@@ -157,7 +169,7 @@ fn content_message(
     id: MessageId,
     timestamp: Timestamp,
     payload: &mut Extracted<Map<String, Value>>,
-    taken: &mut Vec<&'static str>,
+    taken: &mut Taken,
     wanted: Option<&[&str]>,
 ) -> Message {
     let p = payload.get();
@@ -328,7 +340,7 @@ fn reasoning(
     id: MessageId,
     timestamp: Timestamp,
     payload: &mut Extracted<Map<String, Value>>,
-    taken: &mut Vec<&'static str>,
+    taken: &mut Taken,
 ) -> Message {
     let mut message = AssistantMessage::new(session, id, timestamp);
     for field in ["summary", "content"] {
@@ -370,7 +382,7 @@ fn reasoning(
 fn take_string(
     payload: &mut Extracted<Map<String, Value>>,
     key: &'static str,
-    taken: &mut Vec<&'static str>,
+    taken: &mut Taken,
 ) -> Option<Extracted<String>> {
     let value = payload.take(key)?.into_string().ok()?;
     taken.push(key);
@@ -384,7 +396,7 @@ fn take_string(
 /// the payload, and the native writer strips it from the name again ([`NAMESPACE_JOIN`]).
 fn take_tool_name(
     payload: &mut Extracted<Map<String, Value>>,
-    taken: &mut Vec<&'static str>,
+    taken: &mut Taken,
 ) -> Option<Extracted<String>> {
     let namespace = payload.field("namespace").and_then(|n| {
         n.get()
@@ -408,7 +420,7 @@ fn tool_call(
     id: MessageId,
     timestamp: Timestamp,
     payload: &mut Extracted<Map<String, Value>>,
-    taken: &mut Vec<&'static str>,
+    taken: &mut Taken,
     wanted: Option<&[&str]>,
 ) -> Message {
     let mut message = AssistantMessage::new(session, id, timestamp);
@@ -484,7 +496,7 @@ fn tool_result(
     id: MessageId,
     timestamp: Timestamp,
     payload: &mut Extracted<Map<String, Value>>,
-    taken: &mut Vec<&'static str>,
+    taken: &mut Taken,
 ) -> Message {
     let mut message = ToolMessage::new(session, id, timestamp);
     let call_id = take_string(payload, "call_id", taken);

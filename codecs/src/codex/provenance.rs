@@ -147,7 +147,11 @@ fn split_user_text(text: &str) -> Vec<Segment> {
     };
     // The harness preamble before "## My request for Codex:" (and the marker line itself).
     let mut pos = 0;
-    if let Some(at) = text.find(USER_MESSAGE_BEGIN) {
+    // memchr's prepared searcher: `str::find` with a string builds a two-way searcher per call,
+    // which cost more than the search on a user message's short text.
+    static BEGIN: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(USER_MESSAGE_BEGIN.as_bytes()));
+    if let Some(at) = BEGIN.find(text.as_bytes()) {
         let line_end = text[at..].find('\n').map_or(text.len(), |n| at + n + 1);
         push(
             0..line_end,
