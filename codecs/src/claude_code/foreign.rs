@@ -171,9 +171,7 @@ impl ForeignWriter {
             return Ok(());
         };
         let line = carried.line();
-        let may_name_a_model = ["\"model\"", "\"modelID\"", "\"modelId\""]
-            .iter()
-            .any(|key| line.contains(key));
+        let may_name_a_model = names_a_model_key(line.as_bytes());
         let counted = self.streams[i].started
             && target.losses.kinds.contains_key(SOURCE_RECORD)
             && !carried.may_be_compaction();
@@ -1303,6 +1301,18 @@ fn tape_model(nodes: &[jsonl::Node<'_>], at: usize, depth: usize) -> Option<Opti
     Some(None)
 }
 
+/// Whether `line` holds `"model"`, `"modelID"` or `"modelId"` (a member a model may be named
+/// by), found with one prepared search for their common start: three `str::contains` built a
+/// searcher each, per carried line.
+fn names_a_model_key(line: &[u8]) -> bool {
+    static START: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"model"));
+    START.find_iter(line).any(|at| {
+        let rest = &line[at + b"\"model".len()..];
+        rest.starts_with(b"\"") || rest.starts_with(b"ID\"") || rest.starts_with(b"Id\"")
+    })
+}
+
 /// The model an options bag names (`model`, `modelID`, `modelId`, or a `model` object holding
 /// one), searched to `depth` levels.
 fn find_model(obj: &Map<String, Value>, depth: usize) -> Option<String> {
@@ -1362,6 +1372,25 @@ fn has_key(obj: &Map<String, Value>, key: &str, depth: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_model_key_is_found_as_the_three_searches_found_it() {
+        for line in [
+            r#"{"model":"m"}"#,
+            r#"{"a":{"modelID":"m"}}"#,
+            r#"{"modelId":1}"#,
+            r#"{"model_provider":"openai","models":"x"}"#,
+            r#"{"modelIDs":"x","\"model":"y"}"#,
+            r#"{"text":"the \"model\" said"}"#,
+            r#""model"#,
+            "",
+        ] {
+            let three = ["\"model\"", "\"modelID\"", "\"modelId\""]
+                .iter()
+                .any(|key| line.contains(key));
+            assert_eq!(names_a_model_key(line.as_bytes()), three, "{line}");
+        }
+    }
+
     use super::*;
 
     /// What `tape_model` finds in a carried record's line, and what `find_model` finds in the
