@@ -342,29 +342,21 @@ impl<'o> Record<'o> {
         locator: Locator,
         members: Vec<(String, Value)>,
     ) -> Self {
-        // Past a few members, which no harness's record has, a `Map` finds the repeated keys
-        // (comparing each key with every other would be quadratic in a hostile line's length).
+        // A key named twice (rare) is settled by a `Map`, which keeps the first place and the
+        // last value; past a few members, which no harness's record has, too (comparing each
+        // key with every other would be quadratic in a hostile line's length).
         const SMALL: usize = 32;
         let repeats = |members: &[(String, Value)]| {
             (1..members.len()).any(|i| members[..i].iter().any(|(k, _)| *k == members[i].0))
         };
-        let fields = if members.len() > SMALL {
+        let fields = if members.len() > SMALL || repeats(&members) {
             members
                 .into_iter()
                 .collect::<Map<_, _>>()
                 .into_iter()
                 .collect()
-        } else if !repeats(&members) {
-            members
         } else {
-            let mut fields: Vec<(String, Value)> = Vec::with_capacity(members.len());
-            for (key, value) in members {
-                match fields.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, v)) => *v = value,
-                    None => fields.push((key, value)),
-                }
-            }
-            fields
+            members
         };
         Self {
             origin,
@@ -446,11 +438,6 @@ impl<'o> Record<'o> {
     /// The fields not taken yet: what rule 2 of the placement procedure puts into `options`.
     pub fn into_rest(self) -> Extracted<Map<String, Value>> {
         Extracted(self.fields.into_iter().collect())
-    }
-
-    /// Whether the record has no member left.
-    pub fn is_empty(&self) -> bool {
-        self.fields.is_empty()
     }
 
     /// The record whole, copied, for a placement-rule-3 carrier or a check of its shape.
