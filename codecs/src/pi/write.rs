@@ -15,7 +15,7 @@ use crate::face::{
 };
 use crate::hold::Streamed as _;
 use crate::jsonl;
-use pond_canonical::{FileData, Message, Part, Session};
+use pond_canonical::{FileData, Message, PartRef, Session};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -167,9 +167,10 @@ impl SessionWriter for FileWriter {
                 reason: format!("message {} arrived before its session", message.id()),
             });
         };
-        let Some(entry) = entry(message, target) else {
+        self.line.clear();
+        if !write_entry(&mut self.line, message, target) {
             return Ok(());
-        };
+        }
         self.arrivals += 1;
         let source = message.options().get("source");
         let line = source.and_then(|s| s.get("line")).and_then(Value::as_u64);
@@ -195,11 +196,12 @@ impl SessionWriter for FileWriter {
                 && let Some(header) = &file.header
             {
                 let path = file.out.as_ref().unwrap_or(name);
-                self.line.clear();
                 if file.written_through == 0 {
-                    push_line(&mut self.line, &Value::Object(header.clone()));
+                    let mut first = Vec::new();
+                    jsonl::write_value_map(&mut first, header);
+                    first.push(b'\n');
+                    target.out.append(path, &first)?;
                 }
-                push_line(&mut self.line, &entry);
                 target.out.append(path, &self.line)?;
                 file.written_through = l;
                 file.stream_next = Some(l + 1);
@@ -208,11 +210,8 @@ impl SessionWriter for FileWriter {
         }
         file.stream_next = None;
         if let std::collections::btree_map::Entry::Vacant(slot) = file.entries.entry(key) {
-            let line = &mut self.line;
-            line.clear();
-            push_line(line, &entry);
             // Held at its length: a line grown in place has up to twice its length allocated.
-            slot.insert(line.clone());
+            slot.insert(self.line.clone());
         }
         Ok(())
     }
@@ -286,138 +285,303 @@ fn push_line(bytes: &mut Vec<u8>, v: &Value) {
     bytes.push(b'\n');
 }
 
-fn text_of(p: &Part) -> Option<Value> {
+/// The object `v` names, or an empty one: what a missing or non-object option reads as.
+fn members(v: Option<&Value>) -> &Map<String, Value> {
+    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    match v {
+        Some(Value::Object(map)) => map,
+        _ => EMPTY.get_or_init(Map::new),
+    }
+}
+
+/// The text of a text or reasoning part.
+fn text_of<'a>(p: &PartRef<'a>) -> Option<&'a str> {
     match p {
-        Part::Text(t) => Some(Value::from(t.text.as_str())),
-        Part::Reasoning(r) => Some(Value::from(r.text.as_str())),
+        PartRef::Text(t) => Some(t.text.as_str()),
+        PartRef::Reasoning(r) => Some(r.text.as_str()),
         _ => None,
     }
 }
 
-/// The entry of one message.
-fn entry(m: &Message, target: &mut Target<'_>) -> Option<Value> {
+/// Appends the entry line of one message (its JSON and a line break), written from the message
+/// and the members its options keep without building it as a value first; `false` (nothing
+/// appended) for a message pi has no entry for. Byte for byte the `Map` the entry would be: `id`
+/// first (unless the id came from the entry's position), the entry's kept members in their
+/// order, then the member the message's parts fill (`summary`, `content` or `message`), each in
+/// the place `Map::insert` would give it.
+fn write_entry(out: &mut Vec<u8>, m: &Message, target: &mut Target<'_>) -> bool {
     if let Message::System(s) = m {
         if let Some(record) = s.carried_record() {
-            return Some(Value::Object(record.clone()));
+            jsonl::write_value_map(out, record);
+            out.push(b'\n');
+            return true;
         }
         target.losses.record(
             "system_message",
             format!("{} {}", m.session_id(), m.id()),
             "pi has no system messages",
         );
-        return None;
+        return false;
     }
-    let parts = m.parts();
+    let parts = m.part_refs();
     let options = m.options();
-    let pi = object(options.get(NAME));
-    let source = object(options.get("source"));
+    let pi = members(options.get(NAME));
+    let source = members(options.get("source"));
     let as_string = source.get("content").and_then(Value::as_str) == Some("string");
     let unmapped = pi
         .get("unmapped")
         .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let mut entry = Map::new();
-    if source.get("id_from_position") != Some(&Value::Bool(true)) {
-        entry.insert("id".into(), Value::from(m.id().as_str()));
-    }
-    entry.extend(object(pi.get("entry")));
-    let kind = entry
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    match kind.as_str() {
+        .map_or(&[][..], Vec::as_slice);
+    let kept = members(pi.get("entry"));
+    let id = (source.get("id_from_position") != Some(&Value::Bool(true))).then(|| m.id().as_str());
+    let kind = kept.get("type").and_then(Value::as_str).unwrap_or("");
+    let filled: Option<&str> = match kind {
+        "compaction" | "branch_summary" => parts.first().and_then(text_of).map(|_| "summary"),
+        "custom_message" => Some("content"),
+        _ => Some("message"),
+    };
+    write_led_object(out, id, kept, filled, |out| match kind {
         "compaction" | "branch_summary" => {
-            if let Some(t) = parts.first().and_then(text_of) {
-                entry.insert("summary".into(), t);
-            }
+            jsonl::write_str(out, parts.first().and_then(text_of).unwrap_or(""));
         }
-        "custom_message" => {
-            entry.insert("content".into(), content(&parts, &unmapped, as_string));
-        }
-        _ => {
-            let mut msg = object(pi.get("message"));
-            let role = msg
-                .get("role")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
-            match role.as_str() {
-                "user" | "custom" | "hookMessage" | "assistant" => {
-                    msg.insert("content".into(), content(&parts, &unmapped, as_string));
-                }
-                "toolResult" => {
-                    if let Some(Part::ToolResult(r)) = parts.first() {
-                        msg.insert("toolCallId".into(), Value::from(r.call_id.as_str()));
-                        if let Some(name) = &r.name {
-                            msg.insert("toolName".into(), Value::from(name.as_str()));
-                        }
-                        msg.insert("content".into(), r.result.as_value().clone());
-                    }
-                }
-                "bashExecution" => {
-                    for (field, p) in ["command", "output"].into_iter().zip(&parts) {
-                        if let Some(t) = text_of(p) {
-                            msg.insert(field.into(), t);
-                        }
-                    }
-                }
-                _ => {
-                    if let Some(t) = parts.first().and_then(text_of) {
-                        msg.insert("summary".into(), t);
-                    }
-                }
-            }
-            entry.insert("message".into(), Value::Object(msg));
-        }
-    }
-    Some(Value::Object(entry))
+        "custom_message" => write_content(out, &parts, unmapped, as_string),
+        _ => write_message(out, members(pi.get("message")), &parts, unmapped, as_string),
+    });
+    out.push(b'\n');
+    true
 }
 
-/// A content value: the string it was, or the blocks with unmapped ones back at their index.
-fn content(parts: &[Part], unmapped: &[Value], as_string: bool) -> Value {
-    if as_string {
-        return parts.first().and_then(text_of).unwrap_or(Value::from(""));
+/// Appends the object a `Map` would be that got `id` (when given) inserted first, then every
+/// member of `kept`, then the member `filled` (when given) written by `put`: a key already
+/// there keeps its place and takes the later value.
+fn write_led_object(
+    out: &mut Vec<u8>,
+    id: Option<&str>,
+    kept: &Map<String, Value>,
+    filled: Option<&str>,
+    put: impl FnOnce(&mut Vec<u8>),
+) {
+    let mut put = Some(put);
+    let mut fill = |out: &mut Vec<u8>| {
+        if let Some(put) = put.take() {
+            put(out);
+        }
+    };
+    out.push(b'{');
+    let mut first = true;
+    let mut key = |out: &mut Vec<u8>, k: &str| {
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+        jsonl::write_str(out, k);
+        out.push(b':');
+    };
+    if let Some(id) = id {
+        key(out, "id");
+        match kept.get("id") {
+            _ if filled == Some("id") => fill(out),
+            Some(v) => jsonl::write_value(out, v),
+            None => jsonl::write_str(out, id),
+        }
     }
-    let mut blocks: Vec<Value> = parts.iter().filter_map(block).collect();
+    let mut filled_in_place = false;
+    for (k, v) in kept {
+        if id.is_some() && k == "id" {
+            continue;
+        }
+        key(out, k);
+        if filled == Some(k.as_str()) {
+            filled_in_place = true;
+            fill(out);
+        } else {
+            jsonl::write_value(out, v);
+        }
+    }
+    if let Some(k) = filled
+        && !filled_in_place
+        && !(id.is_some() && k == "id")
+    {
+        key(out, k);
+        fill(out);
+    }
+    out.push(b'}');
+}
+
+/// Appends an entry's `message`: its kept members with those its parts fill, by its role.
+fn write_message(
+    out: &mut Vec<u8>,
+    kept: &Map<String, Value>,
+    parts: &[PartRef<'_>],
+    unmapped: &[Value],
+    as_string: bool,
+) {
+    let role = kept.get("role").and_then(Value::as_str).unwrap_or("");
+    let none = |_: &mut Vec<u8>, _: usize| Ok::<(), std::convert::Infallible>(());
+    let written = match role {
+        "user" | "custom" | "hookMessage" | "assistant" => {
+            jsonl::write_object(out, kept, &["content"], |out, _| {
+                write_content(out, parts, unmapped, as_string);
+                Ok(())
+            })
+        }
+        "toolResult" => match parts.first() {
+            Some(PartRef::ToolResult(r)) => {
+                let keys: &[&str] = match r.name {
+                    Some(_) => &["toolCallId", "toolName", "content"],
+                    None => &["toolCallId", "content"],
+                };
+                jsonl::write_object(out, kept, keys, |out, i| {
+                    match keys[i] {
+                        "toolCallId" => jsonl::write_str(out, r.call_id.as_str()),
+                        "toolName" => {
+                            jsonl::write_str(out, r.name.as_ref().map_or("", |n| n.as_str()))
+                        }
+                        _ => jsonl::write_value(out, r.result.as_value()),
+                    }
+                    Ok(())
+                })
+            }
+            _ => jsonl::write_object(out, kept, &[], none),
+        },
+        "bashExecution" => {
+            // `command` and `output` from the first two parts, each where it is text.
+            let texts: Vec<(&str, &str)> = ["command", "output"]
+                .into_iter()
+                .zip(parts)
+                .filter_map(|(field, p)| Some((field, text_of(p)?)))
+                .collect();
+            let keys: Vec<&str> = texts.iter().map(|(k, _)| *k).collect();
+            jsonl::write_object(out, kept, &keys, |out, i| {
+                jsonl::write_str(out, texts[i].1);
+                Ok(())
+            })
+        }
+        _ => match parts.first().and_then(text_of) {
+            Some(text) => jsonl::write_object(out, kept, &["summary"], |out, _| {
+                jsonl::write_str(out, text);
+                Ok(())
+            }),
+            None => jsonl::write_object(out, kept, &[], none),
+        },
+    };
+    let Ok(()) = written;
+}
+
+/// One block of a content array: a part pi has a block for, or a block kept as it was read.
+enum Block<'a> {
+    Part(&'a PartRef<'a>),
+    Kept(&'a Value),
+}
+
+/// Appends a content value: the string it was, or the blocks with unmapped ones back at their
+/// index.
+fn write_content(out: &mut Vec<u8>, parts: &[PartRef<'_>], unmapped: &[Value], as_string: bool) {
+    if as_string {
+        jsonl::write_str(out, parts.first().and_then(text_of).unwrap_or(""));
+        return;
+    }
+    let mut blocks: Vec<Block<'_>> = parts
+        .iter()
+        .filter(|p| {
+            matches!(
+                p,
+                PartRef::Text(_) | PartRef::Reasoning(_) | PartRef::ToolCall(_) | PartRef::File(_)
+            )
+        })
+        .map(Block::Part)
+        .collect();
+    static NULL: Value = Value::Null;
     for u in unmapped {
         let index = u.get("index").and_then(Value::as_u64).unwrap_or(u64::MAX) as usize;
-        let b = u.get("block").cloned().unwrap_or(Value::Null);
-        blocks.insert(index.min(blocks.len()), b);
+        let b = u.get("block").unwrap_or(&NULL);
+        blocks.insert(index.min(blocks.len()), Block::Kept(b));
     }
-    Value::Array(blocks)
+    out.push(b'[');
+    for (i, b) in blocks.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        match b {
+            Block::Part(p) => write_block(out, p),
+            Block::Kept(v) => jsonl::write_value(out, v),
+        }
+    }
+    out.push(b']');
 }
 
-fn block(p: &Part) -> Option<Value> {
-    let (options, fields): (_, Vec<(&str, Value)>) = match p {
-        Part::Text(t) => (&t.options, vec![("text", Value::from(t.text.as_str()))]),
-        Part::Reasoning(r) => (&r.options, vec![("thinking", Value::from(r.text.as_str()))]),
-        Part::ToolCall(c) => (
-            &c.options,
-            vec![
-                ("id", Value::from(c.call_id.as_str())),
-                ("name", Value::from(c.name.as_str())),
-                ("arguments", c.params.as_value().clone()),
-            ],
-        ),
-        Part::File(f) => {
-            let data = match &f.data {
-                FileData::Base64(d) | FileData::Url(d) => d.clone(),
-            };
-            (
-                &f.options,
-                vec![
-                    ("data", Value::from(data)),
-                    ("mimeType", Value::from(f.media_type.as_str())),
-                ],
-            )
-        }
-        _ => return None,
+/// Appends the block of a text, reasoning, tool call or file part: its kept members with those
+/// the part fills.
+fn write_block(out: &mut Vec<u8>, p: &PartRef<'_>) {
+    let (options, keys): (_, &[&str]) = match p {
+        PartRef::Text(t) => (&t.options, &["text"]),
+        PartRef::Reasoning(r) => (&r.options, &["thinking"]),
+        PartRef::ToolCall(c) => (&c.options, &["id", "name", "arguments"]),
+        PartRef::File(f) => (&f.options, &["data", "mimeType"]),
+        _ => return,
     };
-    let mut obj = object(options.get(NAME));
-    for (k, v) in fields {
-        obj.insert(k.to_owned(), v);
+    let written = jsonl::write_object(out, members(options.get(NAME)), keys, |out, i| {
+        match (p, i) {
+            (PartRef::Text(t), _) => jsonl::write_str(out, t.text.as_str()),
+            (PartRef::Reasoning(r), _) => jsonl::write_str(out, r.text.as_str()),
+            (PartRef::ToolCall(c), 0) => jsonl::write_str(out, c.call_id.as_str()),
+            (PartRef::ToolCall(c), 1) => jsonl::write_str(out, c.name.as_str()),
+            (PartRef::ToolCall(c), _) => jsonl::write_value(out, c.params.as_value()),
+            (PartRef::File(f), 0) => match &f.data {
+                FileData::Base64(d) | FileData::Url(d) => jsonl::write_str(out, d),
+            },
+            (PartRef::File(f), _) => jsonl::write_str(out, f.media_type.as_str()),
+            _ => {}
+        }
+        Ok::<(), std::convert::Infallible>(())
+    });
+    let Ok(()) = written;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The object `Map` would make: `id` inserted, then `kept` extended, then `filled` inserted.
+    fn as_a_map(id: Option<&str>, kept: &Map<String, Value>, filled: Option<&str>) -> Vec<u8> {
+        let mut map = Map::new();
+        if let Some(id) = id {
+            map.insert("id".into(), Value::from(id));
+        }
+        map.extend(kept.clone());
+        if let Some(k) = filled {
+            map.insert(k.into(), json!("FILLED"));
+        }
+        let mut out = Vec::new();
+        jsonl::write_value_map(&mut out, &map);
+        out
     }
-    Some(Value::Object(obj))
+
+    #[test]
+    fn an_entry_is_written_as_the_map_it_would_be() {
+        let kepts = [
+            json!({}),
+            json!({"type": "message", "parentId": "p", "timestamp": "t"}),
+            json!({"type": "message", "message": {"old": 1}, "z": null}),
+            json!({"id": "kept-id", "type": "custom_message", "content": "x"}),
+            json!({"type": "compaction", "summary": "old", "id": 7}),
+        ];
+        for kept in &kepts {
+            let kept = kept.as_object().unwrap();
+            for id in [None, Some("the-id")] {
+                for filled in [None, Some("message"), Some("content"), Some("summary"), Some("id")]
+                {
+                    let mut out = Vec::new();
+                    write_led_object(&mut out, id, kept, filled, |out| {
+                        jsonl::write_str(out, "FILLED")
+                    });
+                    assert_eq!(
+                        String::from_utf8(out).unwrap(),
+                        String::from_utf8(as_a_map(id, kept, filled)).unwrap(),
+                        "id {id:?}, kept {kept:?}, filled {filled:?}"
+                    );
+                }
+            }
+        }
+    }
 }
