@@ -569,8 +569,13 @@ mod tests {
         for kept in &kepts {
             let kept = kept.as_object().unwrap();
             for id in [None, Some("the-id")] {
-                for filled in [None, Some("message"), Some("content"), Some("summary"), Some("id")]
-                {
+                for filled in [
+                    None,
+                    Some("message"),
+                    Some("content"),
+                    Some("summary"),
+                    Some("id"),
+                ] {
                     let mut out = Vec::new();
                     write_led_object(&mut out, id, kept, filled, |out| {
                         jsonl::write_str(out, "FILLED")
