@@ -1711,14 +1711,16 @@ pub(crate) fn write_value_pretty(out: &mut Vec<u8>, value: &Value, depth: usize)
 
 /// A line break and the indent of `depth` levels, as serde_json's pretty printer writes them.
 fn newline(out: &mut Vec<u8>, depth: usize) {
-    // One copy from a ready line break and indent (16 levels) instead of a push and a fill.
+    // A ready line break and indent (16 levels), copied whole and cut to its length: a copy of
+    // a fixed size is a few moves, where one of the indent's own length was a call to memcpy.
     const INDENT: &[u8; 33] = b"\n                                ";
-    match INDENT.get(..1 + 2 * depth) {
-        Some(line) => out.extend_from_slice(line),
-        None => {
-            out.push(b'\n');
-            out.resize(out.len() + 2 * depth, b' ');
-        }
+    let len = out.len() + 1 + 2 * depth;
+    if depth <= 16 {
+        out.extend_from_slice(INDENT);
+        out.truncate(len);
+    } else {
+        out.push(b'\n');
+        out.resize(len, b' ');
     }
 }
 
@@ -1744,6 +1746,9 @@ impl<'a> PrettyObject<'a> {
 
     /// Starts the member `key`; its value goes into what this returns, at `depth + 1`.
     pub(crate) fn key(&mut self, key: &str) -> &mut Vec<u8> {
+        // Room for the comma, the line break and indent (copied whole, see `newline`), the key
+        // and its quotes: one reserve for all of it.
+        self.out.reserve(key.len() + 40);
         if !std::mem::take(&mut self.empty) {
             self.out.push(b',');
         }
@@ -1777,6 +1782,18 @@ impl<'a> PrettyObject<'a> {
         let text: &[u8] = if value { b"true" } else { b"false" };
         self.key(key).extend_from_slice(text);
         self
+    }
+
+    /// A member whose value is `json`, already written as it would be at this object's
+    /// depth + 1.
+    pub(crate) fn raw(&mut self, key: &str, json: &[u8]) -> &mut Self {
+        self.key(key).extend_from_slice(json);
+        self
+    }
+
+    /// This object's depth.
+    pub(crate) fn depth(&self) -> usize {
+        self.depth
     }
 
     /// A member whose value is a `Value`, pretty-printed.

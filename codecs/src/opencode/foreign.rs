@@ -1045,16 +1045,37 @@ fn title_of(m: &MsgOut) -> Option<String> {
     None
 }
 
-/// The member `tokens` with every count zero (pond cannot know them).
+/// The member `tokens` with every count zero (pond cannot know them): the same bytes for every
+/// message and step at one depth, written once per depth ([`ZERO_TOKENS`]) and copied.
 fn zero_tokens(o: &mut PrettyObject<'_>) {
-    o.object("tokens", |t| {
-        t.int("input", 0)
-            .int("output", 0)
-            .int("reasoning", 0)
-            .object("cache", |c| {
-                c.int("read", 0).int("write", 0);
-            });
-    });
+    match ZERO_TOKENS.get(o.depth() + 1) {
+        Some(json) => o.raw("tokens", json),
+        None => o.object("tokens", zero_token_counts),
+    };
+}
+
+/// The value of [`zero_tokens`]'s member, as `PrettyObject::object` writes it at each depth up
+/// to 7.
+static ZERO_TOKENS: std::sync::LazyLock<Vec<Vec<u8>>> = std::sync::LazyLock::new(|| {
+    (0..8)
+        .map(|depth| {
+            let mut out = Vec::new();
+            let mut t = PrettyObject::new(&mut out, depth);
+            zero_token_counts(&mut t);
+            t.end();
+            out
+        })
+        .collect()
+});
+
+/// The members of `tokens`, every count zero.
+fn zero_token_counts(t: &mut PrettyObject<'_>) {
+    t.int("input", 0)
+        .int("output", 0)
+        .int("reasoning", 0)
+        .object("cache", |c| {
+            c.int("read", 0).int("write", 0);
+        });
 }
 
 impl ForeignDoc {
@@ -1216,6 +1237,30 @@ mod tests {
             h /= 62;
         }
         id
+    }
+
+    #[test]
+    fn zero_tokens_copied_are_the_tokens_written() {
+        // Past the table's depths too, where they are written.
+        for depth in 0..12 {
+            let written = |copied: bool| {
+                let mut out = Vec::new();
+                let mut o = PrettyObject::new(&mut out, depth);
+                o.int("cost", 0);
+                if copied {
+                    zero_tokens(&mut o);
+                } else {
+                    o.object("tokens", zero_token_counts);
+                }
+                o.str("finish", "stop");
+                o.end();
+                String::from_utf8(out).unwrap()
+            };
+            let copied = written(true);
+            assert_eq!(copied, written(false), "depth {depth}");
+            let value: Value = serde_json::from_str(&copied).unwrap();
+            assert_eq!(value["tokens"]["cache"]["write"], 0, "depth {depth}");
+        }
     }
 
     #[test]
