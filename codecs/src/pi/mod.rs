@@ -177,7 +177,8 @@ impl ReadFace for PiReader {
 
     /// [`read_items`](ReadFace::read_items), the members of each entry's `message` that
     /// neither the mapping nor the writer reads left unbuilt (`usage` and its `cost`, `api`,
-    /// `stopReason`, ...: a quarter of a real session's JSON values).
+    /// `stopReason`, ...: a quarter of a real session's JSON values), and a text, tool call or
+    /// file part's leftover block members (its `type`) not put in its options.
     fn read_items_for(
         &self,
         source: &Origin,

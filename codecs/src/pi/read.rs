@@ -595,12 +595,28 @@ fn map_entry(
     message
 }
 
-/// What a mapping needs to keep besides the parts.
+/// What a mapping needs to keep besides the parts, and which option keys a foreign writer
+/// looks for (`wanted`, as [`map_record`] is given it).
 #[derive(Default)]
-struct Kept {
+struct Kept<'w> {
     message: Option<Extracted<Map<String, Value>>>,
     unmapped: Vec<Value>,
     content_string: bool,
+    wanted: Option<&'w [&'w str]>,
+}
+
+impl Kept<'_> {
+    /// A text, tool call or file part's leftover block members (its `type`, ...) go to its
+    /// options for the native write; a foreign writer reads no such part's options, so for one
+    /// (`wanted`) they are kept only where one of its keys occurs ([`ReadFace::read_items_for`]:
+    /// a reasoning part's options stay whole, [`set_options`]).
+    ///
+    /// [`ReadFace::read_items_for`]: crate::face::ReadFace::read_items_for
+    fn part_options(&self, options: &mut Map<String, Value>, rest: Extracted<Map<String, Value>>) {
+        if self.wanted.is_none_or(|keys| names_any(rest.get(), keys)) {
+            set_options(options, rest);
+        }
+    }
 }
 
 fn map_record(
@@ -627,7 +643,10 @@ fn map_record(
         return carrier(rec, ts);
     }
     rec.take("id");
-    let mut kept = Kept::default();
+    let mut kept = Kept {
+        wanted,
+        ..Kept::default()
+    };
     let mut message: Message = match kind.as_str() {
         "compaction" | "branch_summary" => {
             let mut m = UserMessage::new(session, id.clone(), ts);
@@ -833,12 +852,12 @@ fn user_content(m: &mut UserMessage, content: Extracted<Value>, prov: Provenance
                     continue;
                 };
                 let mut p = TextPart::new(m.part_key(), prov, Text::from(text));
-                set_options(&mut p.options, b);
+                kept.part_options(&mut p.options, b);
                 m.push(p);
             }
             Some("image") if image_ok(&b) => {
                 if let Some(mut p) = image(m.part_key(), prov, &mut b) {
-                    set_options(&mut p.options, b);
+                    kept.part_options(&mut p.options, b);
                     m.push(p);
                 }
             }
@@ -887,7 +906,7 @@ fn assistant_block(m: &mut AssistantMessage, i: usize, block: Extracted<Value>, 
                 return;
             };
             let mut p = TextPart::new(m.part_key(), Provenance::Conversational, Text::from(text));
-            set_options(&mut p.options, b);
+            kept.part_options(&mut p.options, b);
             m.push(p);
         }
         Some("thinking") if has_str(&b, "thinking") => {
@@ -917,15 +936,92 @@ fn assistant_block(m: &mut AssistantMessage, i: usize, block: Extracted<Value>, 
                 Json::from(args),
                 false,
             );
-            set_options(&mut p.options, b);
+            kept.part_options(&mut p.options, b);
             m.push(p);
         }
         Some("image") if image_ok(&b) => {
             if let Some(mut p) = image(m.part_key(), Provenance::Conversational, &mut b) {
-                set_options(&mut p.options, b);
+                kept.part_options(&mut p.options, b);
                 m.push(p);
             }
         }
         _ => unmapped(kept, i, b.into_value()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pi::PiReader;
+    use pond_canonical::PartRef;
+
+    const HEADER: &str = r#"{"type":"session","version":3,"id":"0f5e3c2a-1111-4222-8333-444455556666","timestamp":"2025-11-21T10:00:00.000Z","cwd":"/w"}"#;
+    const USER: &str = r#"{"type":"message","id":"a1","parentId":null,"timestamp":"2025-11-21T10:00:01.000Z","message":{"role":"user","content":[{"type":"text","text":"hello"}],"timestamp":1763719201000}}"#;
+    const ASSISTANT: &str = r#"{"type":"message","id":"a2","parentId":"a1","timestamp":"2025-11-21T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"thinking","thinking":"hm","thinkingSignature":"sig"},{"type":"text","text":"ok","textSignature":"t"},{"type":"toolCall","id":"c1","name":"ls","arguments":{"path":"."}},{"type":"text","text":"by","model":"m-1"}],"provider":"p","model":"m"}}"#;
+
+    fn messages(wanted: Option<&'static [&'static str]>) -> Vec<Message> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, [HEADER, USER, ASSISTANT].join("\n") + "\n").unwrap();
+        let origin = Origin::new(NAME, &path, "s.jsonl");
+        crate::face::messages_read(&PiReader, &origin, wanted)
+    }
+
+    fn part_options(m: &Message) -> Vec<Option<Value>> {
+        m.part_refs()
+            .iter()
+            .map(|p| p.options().get(NAME).cloned())
+            .collect()
+    }
+
+    #[test]
+    fn a_foreign_read_puts_in_part_options_only_what_a_foreign_writer_reads() {
+        let whole = messages(None);
+        let pruned = messages(Some(&["model"]));
+        assert_eq!(whole.len(), 2);
+        assert_eq!(pruned.len(), 2);
+        // The native read keeps each block's leftovers, in its order, for the native write.
+        assert_eq!(
+            part_options(&whole[0]),
+            [Some(serde_json::json!({"type": "text"}))]
+        );
+        assert_eq!(
+            part_options(&whole[1]),
+            [
+                Some(serde_json::json!({"type": "thinking", "thinkingSignature": "sig"})),
+                Some(serde_json::json!({"type": "text", "textSignature": "t"})),
+                Some(serde_json::json!({"type": "toolCall"})),
+                Some(serde_json::json!({"type": "text", "model": "m-1"})),
+            ]
+        );
+        // A foreign read: a reasoning part's options whole, another part's only where a key
+        // the writer looks for occurs.
+        assert_eq!(part_options(&pruned[0]), [None]);
+        assert_eq!(
+            part_options(&pruned[1]),
+            [
+                Some(serde_json::json!({"type": "thinking", "thinkingSignature": "sig"})),
+                None,
+                None,
+                Some(serde_json::json!({"type": "text", "model": "m-1"})),
+            ]
+        );
+        // The parts themselves are the same.
+        for (a, b) in whole.iter().zip(&pruned) {
+            let kinds = |m: &Message| {
+                m.part_refs()
+                    .iter()
+                    .map(|p| match p {
+                        PartRef::Text(t) => format!("text {}", t.text.as_str()),
+                        PartRef::Reasoning(r) => format!("reasoning {}", r.text.as_str()),
+                        PartRef::ToolCall(c) => {
+                            format!("call {} {}", c.name.as_str(), c.params.as_value())
+                        }
+                        other => other.kind().to_owned(),
+                    })
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(kinds(a), kinds(b));
+        }
     }
 }
