@@ -12,9 +12,12 @@
 //! "HTTP load on `/v1/search`: the allocator"). A convert-only build (no `store` feature) has no
 //! serving verb and keeps the system allocator as the never-chosen second.
 //!
-//! Blocks allocated before the switch (argument parsing) stay mimalloc's: every free asks
-//! mimalloc whether the block is its own (`mi_is_in_heap_region`, its page map: what its own
-//! `free` reads) and hands it to the allocator that made it.
+//! Blocks allocated before the switch (argument parsing) stay mimalloc's: once the switch is
+//! made, every free asks mimalloc whether the block is its own (`mi_is_in_heap_region`, its
+//! page map: what its own `free` reads) and hands it to the allocator that made it. Before it,
+//! and so for the whole of a verb that never makes it (a conversion), every block is
+//! mimalloc's and a free goes to mimalloc unasked: the question was 5% of a conversion's
+//! instructions (docs/benchmarks.md, 2026-12-03 17:00).
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,6 +50,13 @@ fn mimalloc_owns(ptr: *mut u8) -> bool {
     unsafe { mi_is_in_heap_region(ptr.cast()) }
 }
 
+/// Whether the block `ptr` goes back to mimalloc. Until the switch to the serving allocator no
+/// block of the other exists, and the switch is made before any other thread is started: every
+/// thread that could hold one of its blocks sees the switch.
+fn mimalloc_frees(ptr: *mut u8) -> bool {
+    !SERVING.load(Ordering::Relaxed) || mimalloc_owns(ptr)
+}
+
 // SAFETY: every block is freed or resized by the allocator that made it (checked per block),
 // and each of the two upholds GlobalAlloc's contract itself.
 unsafe impl GlobalAlloc for PondAlloc {
@@ -75,7 +85,7 @@ unsafe impl GlobalAlloc for PondAlloc {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `ptr` goes back to the allocator that made it.
         unsafe {
-            if mimalloc_owns(ptr) {
+            if mimalloc_frees(ptr) {
                 mimalloc::MiMalloc.dealloc(ptr, layout)
             } else {
                 Serving.dealloc(ptr, layout)
@@ -86,7 +96,7 @@ unsafe impl GlobalAlloc for PondAlloc {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: resized by the allocator that made it, which keeps it.
         unsafe {
-            if mimalloc_owns(ptr) {
+            if mimalloc_frees(ptr) {
                 mimalloc::MiMalloc.realloc(ptr, layout, new_size)
             } else {
                 Serving.realloc(ptr, layout, new_size)
@@ -103,6 +113,9 @@ mod tests {
     /// jemalloc would abort on a mimalloc block, and mimalloc on a jemalloc one.
     #[test]
     fn each_block_goes_back_to_the_allocator_that_made_it() {
+        // Blocks of the serving allocator exist only after the switch (as in `pond serve`;
+        // from here on this test process allocates from it, and frees ask whose a block is).
+        SERVING.store(true, Ordering::Relaxed);
         let layouts = [
             Layout::from_size_align(24, 8).unwrap(),
             Layout::from_size_align(4096, 64).unwrap(),
