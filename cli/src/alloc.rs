@@ -16,7 +16,7 @@
 //! made, every free asks mimalloc whether the block is its own (`mi_is_in_heap_region`, its
 //! page map: what its own `free` reads) and hands it to the allocator that made it. Before it,
 //! and so for the whole of a verb that never makes it (a conversion), every block is
-//! mimalloc's and a free goes to mimalloc unasked: the question was 3-4% of a conversion's
+//! mimalloc's and a free goes to mimalloc unasked: the question was 2-4% of a conversion's
 //! instructions (docs/decisions.md, "Allocators").
 
 use std::alloc::{GlobalAlloc, Layout};
