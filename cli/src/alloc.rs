@@ -57,8 +57,9 @@ fn mimalloc_frees(ptr: *mut u8) -> bool {
     !SERVING.load(Ordering::Relaxed) || mimalloc_owns(ptr)
 }
 
-// SAFETY: every block is freed or resized by the allocator that made it (checked per block),
-// and each of the two upholds GlobalAlloc's contract itself.
+// SAFETY: every block is freed or resized by the allocator that made it (checked per block
+// once the switch is made; before it every block is mimalloc's, `mimalloc_frees`), and each of
+// the two upholds GlobalAlloc's contract itself.
 unsafe impl GlobalAlloc for PondAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded as given.
