@@ -779,6 +779,52 @@ mod tests {
         assert!(lines[2].contains("c.jsonl"), "{lines:#?}");
     }
 
+    /// A `response_item` line whose fault comes after its `type` (bytes that are not UTF-8, a
+    /// raw control byte in a string, a cut-off tail) is handed over at its `type`, before the
+    /// survey's walk would have found the fault: made on either thread, it is reported as the
+    /// serial reading reports it, at its line, and every other line is converted.
+    #[test]
+    fn a_fault_after_a_response_items_type_is_reported_at_its_line_either_way() {
+        let dir = std::env::temp_dir().join(format!("pond-late-fault-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut rollout = br#"{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"019c8a4c-ed82-79a1-aa28-7738fc5ab61a","timestamp":"2026-01-01T00:00:00Z","cwd":"/w"}}"#.to_vec();
+        rollout.push(b'\n');
+        let item = |text: &[u8]| {
+            let mut line = br#"{"timestamp":"2026-01-01T00:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":""#.to_vec();
+            line.extend_from_slice(text);
+            line.extend_from_slice(b"\"}]}}\n");
+            line
+        };
+        let faulty: [&[u8]; 3] = [b"not \xff UTF-8", b"a raw \x01 byte", b"cut off"];
+        let mut at = Vec::new();
+        for i in 0..(PIPELINE_BATCH * 3) {
+            if i % PIPELINE_BATCH == 5 {
+                let fault = faulty[i / PIPELINE_BATCH];
+                at.push(rollout.iter().filter(|&&b| b == b'\n').count() + 1);
+                let mut line = item(fault);
+                if i / PIPELINE_BATCH == 2 {
+                    // The line ends inside its payload's text.
+                    line.truncate(line.len() - "\"}]}}\n".len());
+                    line.push(b'\n');
+                }
+                rollout.extend(line);
+            }
+            rollout.extend(item(format!("turn {i}").as_bytes()));
+        }
+        std::fs::write(dir.join("a.jsonl"), rollout).unwrap();
+        let codex = crate::registry::find("codex").unwrap();
+        let claude = crate::registry::find("claude-code").unwrap();
+        let sources = codex.read.unwrap().discover(&dir).unwrap();
+        let summary = both_ways(codex, claude, &sources);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(summary.messages, (PIPELINE_BATCH * 3) as u64);
+        let lines: Vec<String> = summary.errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(lines.len(), 3, "{lines:#?}");
+        for (line, n) in lines.iter().zip(&at) {
+            assert!(line.contains(&format!("a.jsonl:{n}:")), "{n}: {lines:#?}");
+        }
+    }
+
     /// Where `what` first occurs in a written file; the test fails naming it if it does not.
     /// The one file `from` (a JSONL codec) converts `session` (a file named `name`) into, `to`
     /// (a JSONL target) both ways ([`both_ways_written`]): its text, its lines, the summary.

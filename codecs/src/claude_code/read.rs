@@ -793,12 +793,12 @@ fn carrier_message(parts: &CarrierParts<'_>) -> pond_canonical::Message {
 }
 
 /// Whether a record's `type` makes it a turn, which [`carried_as_is`] never carries.
-fn is_turn(kind: Option<&str>) -> bool {
-    matches!(kind, Some("user" | "assistant" | "system"))
+fn is_turn(kind: Option<&[u8]>) -> bool {
+    matches!(kind, Some(b"user" | b"assistant" | b"system"))
 }
 
 /// For the walk of a line: a turn's `type` ends it (the line is not carried whole).
-fn turn_type(key: &str, text: Option<&str>) -> bool {
+fn turn_type(key: &str, text: Option<&[u8]>) -> bool {
     key == "type" && is_turn(text)
 }
 
@@ -807,7 +807,7 @@ fn turn_type(key: &str, text: Option<&str>) -> bool {
 /// walk alone proves, of a `type` that is no turn, whose `timestamp` (if any) is usable, within
 /// the per-value bound.
 fn carried_as_is(scan: &jsonl::SurveyLine<'_>, bytes: &[u8]) -> bool {
-    let turn = is_turn(scan.str("type"));
+    let turn = is_turn(scan.str("type").map(str::as_bytes));
     let usable_time = match scan.str("timestamp") {
         Some(t) => Timestamp::is_valid(t),
         None => !scan.has("timestamp"),

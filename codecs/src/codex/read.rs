@@ -399,8 +399,8 @@ fn survey(line: u64, bytes: &[u8], defer: bool) -> Survey {
         return Survey::Read;
     }
     let item = std::cell::Cell::new(false);
-    let give_up = |key: &str, text: Option<&str>| {
-        item.set(key == "type" && text == Some("response_item"));
+    let give_up = |key: &str, text: Option<&[u8]>| {
+        item.set(key == "type" && text == Some(b"response_item"));
         item.get()
     };
     let wanted = ["type", "payload", "ordinal", "timestamp"];
