@@ -1204,10 +1204,9 @@ impl<'b> Scan<'b> {
 
     /// Skips a string as serde_json's `ignore_str` does: escapes checked, not decoded. A control
     /// byte is refused after the walk ([`scan_fields`]), so only quotes and backslashes matter
-    /// here: they are
-    /// found 64 bytes at a time as a mask ([`marks`]), and each is taken from the mask in turn,
-    /// so a text with an escape every few dozen bytes (a tool's output) costs a few operations
-    /// per escape, not a new search.
+    /// here: they are found 64 bytes at a time as a mask ([`marks`]), and each is taken from the
+    /// mask in turn, so a text with an escape every few dozen bytes (a tool's output) costs a few
+    /// operations per escape, not a new search.
     fn skip_string(&mut self) -> Option<()> {
         self.eat(b'"')?;
         let bytes = self.bytes;
