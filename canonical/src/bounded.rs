@@ -135,37 +135,210 @@ impl fmt::Debug for Text {
 }
 
 /// An arbitrary JSON value from the source (tool parameters, tool results), bounded like [`Text`].
-#[derive(Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(transparent)]
-pub struct Json(Value);
+///
+/// A string may be held as its JSON text instead ([`Json::from_json_text`]): the text
+/// serde_json writes for it, as the source line spelled it. Its value is decoded only when a
+/// reader asks for it ([`Json::as_value`]), and a writer that asks for the text
+/// ([`Json::json_text`]) copies it as it is: a tool's output, most of a Codex rollout's bytes,
+/// is then neither decoded nor escaped again in a conversion.
+#[derive(Clone)]
+pub struct Json(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Value(Value),
+    /// Boxed, so that a [`Json`] is no larger than a [`Value`].
+    Held(Box<Held>),
+}
+
+#[derive(Clone)]
+struct Held {
+    /// serde_json's compact encoding of a string ([`is_serde_json_string`]), quotes included.
+    text: Box<str>,
+    value: std::sync::OnceLock<Value>,
+}
 
 impl Json {
     /// The value.
     pub fn as_value(&self) -> &Value {
-        &self.0
+        match &self.0 {
+            Repr::Value(v) => v,
+            Repr::Held(held) => held
+                .value
+                .get_or_init(|| Value::String(decode_serde_json_string(&held.text))),
+        }
     }
 
     /// The value, by move.
     pub fn into_value(self) -> Value {
-        self.0
+        match self.0 {
+            Repr::Value(v) => v,
+            Repr::Held(held) => {
+                let Held { text, value } = *held;
+                value
+                    .into_inner()
+                    .unwrap_or_else(|| Value::String(decode_serde_json_string(&text)))
+            }
+        }
+    }
+
+    /// A string value held as `text`, its JSON text as the source spelled it, quotes included:
+    /// `None` unless `text` is exactly what serde_json writes for the string it encodes (every
+    /// escape in serde_json's form, no other) and within the bound (an encoding of at most
+    /// [`MAX_VALUE_BYTES`] bytes, whose string is then no longer either). Such a text is the
+    /// one encoding of its value a writer of compact JSON gives, so copying it is writing it.
+    pub fn from_json_text(text: Extracted<&str>) -> Option<Self> {
+        let text = text.into_inner();
+        (text.len() <= MAX_VALUE_BYTES && is_serde_json_string(text)).then(|| {
+            Self(Repr::Held(Box::new(Held {
+                text: text.into(),
+                value: std::sync::OnceLock::new(),
+            })))
+        })
+    }
+
+    /// The value's compact JSON text (what serde_json writes for it), when it is held as text
+    /// ([`Json::from_json_text`]).
+    pub fn json_text(&self) -> Option<&str> {
+        match &self.0 {
+            Repr::Held(held) => Some(&held.text),
+            Repr::Value(_) => None,
+        }
+    }
+}
+
+/// Whether `text` is a JSON string exactly as serde_json writes it: quoted, `"` and `\` and
+/// the control characters escaped (`\b`, `\t`, `\n`, `\f`, `\r`, else `\u00XX` in lowercase
+/// hex) and nothing else (no `\/`, no `\u` escape of any other character).
+fn is_serde_json_string(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let Some(inner) = bytes
+        .strip_prefix(b"\"")
+        .and_then(|b| b.strip_suffix(b"\""))
+    else {
+        return false;
+    };
+    // No control byte anywhere; tested 64 bytes at a time with no early exit within a block
+    // (the loop the compiler can make wide).
+    if inner
+        .chunks(64)
+        .any(|block| block.iter().fold(false, |seen, &b| seen | (b < 0x20)))
+    {
+        return false;
+    }
+    let mut rest = inner;
+    while let Some(i) = memchr::memchr2(b'"', b'\\', rest) {
+        if rest[i] == b'"' {
+            return false;
+        }
+        match rest.get(i + 1) {
+            Some(b'"' | b'\\' | b'b' | b't' | b'n' | b'f' | b'r') => rest = &rest[i + 2..],
+            Some(b'u') => {
+                let Some(&[b'0', b'0', hi, lo]) = rest.get(i + 2..i + 6) else {
+                    return false;
+                };
+                let digit = |d: u8| match d {
+                    b'0'..=b'9' => Some(d - b'0'),
+                    b'a'..=b'f' => Some(d - b'a' + 10),
+                    _ => None,
+                };
+                let (Some(hi), Some(lo)) = (digit(hi), digit(lo)) else {
+                    return false;
+                };
+                let c = hi << 4 | lo;
+                // serde_json writes these five with their letters, and escapes nothing above.
+                if c >= 0x20 || matches!(c, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
+                    return false;
+                }
+                rest = &rest[i + 6..];
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The string a text [`is_serde_json_string`] accepted encodes.
+fn decode_serde_json_string(text: &str) -> String {
+    let inner = &text[1..text.len() - 1];
+    let bytes = inner.as_bytes();
+    let mut out = String::with_capacity(inner.len());
+    let mut rest = 0;
+    while let Some(i) = memchr::memchr(b'\\', &bytes[rest..]).map(|i| rest + i) {
+        out.push_str(&inner[rest..i]);
+        let (c, len) = match bytes[i + 1] {
+            b'b' => ('\u{8}', 2),
+            b't' => ('\t', 2),
+            b'n' => ('\n', 2),
+            b'f' => ('\u{c}', 2),
+            b'r' => ('\r', 2),
+            b'u' => {
+                let hex = &inner[i + 2..i + 6];
+                let code = u32::from_str_radix(hex, 16).unwrap_or(0xfffd);
+                (char::from_u32(code).unwrap_or('\u{fffd}'), 6)
+            }
+            // `"` and `\`.
+            other => (char::from(other), 2),
+        };
+        out.push(c);
+        rest = i + len;
+    }
+    out.push_str(&inner[rest..]);
+    out
+}
+
+impl PartialEq for Json {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            // One encoding per value (see `from_json_text`).
+            (Repr::Held(a), Repr::Held(b)) => a.text == b.text,
+            _ => self.as_value() == other.as_value(),
+        }
+    }
+}
+
+impl Serialize for Json {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.as_value().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Json {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(|v| Self(Repr::Value(v)))
+    }
+}
+
+impl schemars::JsonSchema for Json {
+    fn inline_schema() -> bool {
+        <Value as schemars::JsonSchema>::inline_schema()
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        <Value as schemars::JsonSchema>::schema_name()
+    }
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        <Value as schemars::JsonSchema>::schema_id()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Value as schemars::JsonSchema>::json_schema(g)
     }
 }
 
 impl From<Extracted<Value>> for Json {
     fn from(value: Extracted<Value>) -> Self {
-        Self(bound_value(value.into_inner()))
+        Self(Repr::Value(bound_value(value.into_inner())))
     }
 }
 
 impl From<Extracted<&Value>> for Json {
     fn from(value: Extracted<&Value>) -> Self {
-        Self(bound_value(value.into_inner().clone()))
+        Self(Repr::Value(bound_value(value.into_inner().clone())))
     }
 }
 
 impl fmt::Debug for Json {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0, f)
+        fmt::Debug::fmt(self.as_value(), f)
     }
 }
 
@@ -270,6 +443,69 @@ mod tests {
             truncated_original_bytes(v["stdout"].as_str().unwrap()),
             Some(MAX_VALUE_BYTES as u64 + 7)
         );
+    }
+
+    #[test]
+    fn a_string_is_held_as_the_text_serde_json_writes_for_it_and_only_that() {
+        // Every character serde_json escapes or not, alone and among others, by a small LCG.
+        let alphabet: Vec<char> = (0u32..0x80)
+            .filter_map(char::from_u32)
+            .chain(['é', '\u{7f}', '\u{2028}', '\u{1F600}', '\u{FFFD}'])
+            .collect();
+        let mut seed = 0x2545_f491_u64;
+        for n in 0..4000 {
+            let len = n % 37;
+            let s: String = (0..len)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    alphabet[(seed >> 33) as usize % alphabet.len()]
+                })
+                .collect();
+            let text = serde_json::to_string(&s).unwrap();
+            let json = Json::from_json_text(Extracted::new(text.as_str()))
+                .unwrap_or_else(|| panic!("{text} refused"));
+            assert_eq!(json.json_text(), Some(text.as_str()));
+            assert_eq!(json.as_value(), &Value::String(s.clone()), "{text}");
+            assert_eq!(json.clone().into_value(), Value::String(s.clone()));
+            assert_eq!(json, Json::from(Extracted::new(Value::String(s))));
+        }
+        // What serde_json would not write, though JSON allows some of it.
+        for other in [
+            r#""\/""#,
+            r#""\u0041""#,
+            r#""\u001F""#,
+            r#""\u000a""#,
+            r#""\u00e9""#,
+            r#""\ud83d\ude00""#,
+            "\"a\tb\"",
+            r#""a"b""#,
+            r#""\""#,
+            r#""\x""#,
+            r#""\u00""#,
+            r#""abc"#,
+            "abc",
+            "\"",
+            "",
+            "1",
+        ] {
+            assert!(
+                Json::from_json_text(Extracted::new(other)).is_none(),
+                "{other} held"
+            );
+        }
+    }
+
+    #[test]
+    fn a_held_string_serializes_and_compares_as_its_value() {
+        let text = r#""line\nand \"quoted\" \u001b[0m""#;
+        let held = Json::from_json_text(Extracted::new(text)).unwrap();
+        assert_eq!(serde_json::to_string(&held).unwrap(), text);
+        let back: Json = serde_json::from_str(text).unwrap();
+        assert_eq!(back.json_text(), None);
+        assert_eq!(back, held);
+        assert_eq!(held, back);
+        assert_eq!(format!("{held:?}"), format!("{:?}", back.as_value()));
+        assert_ne!(held, Json::from(Extracted::new(Value::from("line"))));
     }
 
     #[test]

@@ -244,6 +244,13 @@ impl Origin {
         Extracted(&self.relative)
     }
 
+    /// The text of a line read from this source, for a codec that takes a value as the line
+    /// spells it rather than as its parse builds it (a string's JSON text,
+    /// `Json::from_json_text`).
+    pub fn line_text<'b>(&self, text: &'b str) -> Extracted<&'b str> {
+        Extracted(text)
+    }
+
     /// The file name without its extension(s) after the first dot, as source data: many formats
     /// name a session's file after its id.
     pub fn file_stem(&self) -> Option<Extracted<String>> {

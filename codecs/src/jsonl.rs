@@ -1143,6 +1143,123 @@ fn scan_fields<'b>(
     Some(if scan.risky { Strict::No } else { Strict::Yes })
 }
 
+/// A member's value as [`flat_object`] gives it.
+#[derive(Debug, PartialEq)]
+pub enum Flat<'b> {
+    /// A string, as its JSON text in the line (quotes and escapes included).
+    String(&'b str),
+    /// An object of strings, each member as its name and its string's JSON text.
+    Object(Vec<(&'b str, &'b str)>),
+}
+
+/// The text of a string whose JSON text [`Flat::String`] gives, when it has no escape.
+pub fn plain(json: &str) -> Option<&str> {
+    let inner = json.strip_prefix('"')?.strip_suffix('"')?;
+    (!inner.contains('\\')).then_some(inner)
+}
+
+/// The members of a line that is one JSON object whose every member is a string or an object
+/// of strings, each name without an escape and given once in its object, taken as the walk
+/// finds them and none decoded: for a reader that copies such a line's strings as their JSON
+/// text (a Codex tool output, most of a rollout's bytes). `None` for any other line, a fault
+/// (as serde_json would find it), a `\u` escape of a surrogate or a line of several records
+/// included: read that line with [`LineParser`]. Every member is then what serde_json reads,
+/// each string's value the one its text encodes.
+pub fn flat_object(text: &str) -> Option<Vec<(&str, Flat<'_>)>> {
+    let bytes = text.as_bytes();
+    type At = std::ops::Range<usize>;
+    enum FlatAt {
+        String(At),
+        Object(Vec<(At, At)>),
+    }
+    // Whether `name` is none of `names` (a built `Map` keeps a repeated name's first place and
+    // last value).
+    fn once<'a>(bytes: &[u8], mut names: impl Iterator<Item = &'a At>, name: &At) -> bool {
+        !names.any(|n| bytes[n.clone()] == bytes[name.clone()])
+    }
+    let mut scan = Scan {
+        bytes,
+        at: 0,
+        risky: false,
+    };
+    let string = |scan: &mut Scan<'_>| {
+        let start = scan.at;
+        scan.skip_string().map(|()| start..scan.at)
+    };
+    // `{`, then members by `member` until `}`.
+    fn members(
+        scan: &mut Scan<'_>,
+        member: &mut dyn FnMut(&mut Scan<'_>, At) -> Option<()>,
+    ) -> Option<()> {
+        scan.space();
+        scan.eat(b'{')?;
+        scan.space();
+        if scan.peek() == Some(b'}') {
+            scan.at += 1;
+            return Some(());
+        }
+        loop {
+            scan.space();
+            let name = scan.plain_string()?;
+            scan.space();
+            scan.eat(b':')?;
+            scan.space();
+            member(scan, name)?;
+            scan.space();
+            match scan.next()? {
+                b',' => {}
+                b'}' => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+    let mut found: Vec<(At, FlatAt)> = Vec::with_capacity(4);
+    members(&mut scan, &mut |scan, name| {
+        once(bytes, found.iter().map(|(n, _)| n), &name).then_some(())?;
+        let value = match scan.peek()? {
+            b'"' => FlatAt::String(string(scan)?),
+            b'{' => {
+                let mut inner: Vec<(At, At)> = Vec::with_capacity(4);
+                members(scan, &mut |scan, name| {
+                    once(bytes, inner.iter().map(|(n, _)| n), &name).then_some(())?;
+                    (scan.peek()? == b'"').then_some(())?;
+                    inner.push((name, string(scan)?));
+                    Some(())
+                })?;
+                FlatAt::Object(inner)
+            }
+            _ => return None,
+        };
+        found.push((name, value));
+        Some(())
+    })?;
+    scan.space();
+    // One record, and no surrogate escape (serde_json and simd-json differ on an unpaired one).
+    (scan.at == bytes.len() && !scan.risky).then_some(())?;
+    // Strings were skipped by their quotes and backslashes alone (see `Scan::skip_string`): a
+    // control byte in one is a fault serde_json finds.
+    if has_control_byte(bytes) {
+        return None;
+    }
+    // Every range ends at quotes, so on character boundaries.
+    let at = |r: At| text.get(r);
+    found
+        .into_iter()
+        .map(|(name, value)| {
+            let value = match value {
+                FlatAt::String(r) => Flat::String(at(r)?),
+                FlatAt::Object(inner) => Flat::Object(
+                    inner
+                        .into_iter()
+                        .map(|(n, v)| Some((at(n)?, at(v)?)))
+                        .collect::<Option<_>>()?,
+                ),
+            };
+            Some((at(name)?, value))
+        })
+        .collect()
+}
+
 /// Whether a walk that succeeded checked everything serde_json checks reading a value (see
 /// [`SurveyLine::is_strict`]).
 enum Strict {
@@ -1682,6 +1799,15 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// Appends `json` as compact JSON: the text it holds as it is (`Json::json_text`, the text
+/// serde_json writes for its value), else its value by [`write_value`].
+pub(crate) fn write_json(out: &mut Vec<u8>, json: &pond_canonical::Json) {
+    match json.json_text() {
+        Some(text) => out.extend_from_slice(text.as_bytes()),
+        None => write_value(out, json.as_value()),
+    }
+}
+
 /// Appends `value` as compact JSON, byte for byte what `serde_json::to_writer` writes.
 pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
     match value {
@@ -1950,7 +2076,7 @@ pub fn open(origin: &Origin) -> Result<std::fs::File, ParseError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -1978,6 +2104,29 @@ mod tests {
         );
         assert_eq!(seen[3], "ok Line(5)");
         assert!(seen[4].starts_with("err Line(6) truncated"), "{}", seen[4]);
+    }
+
+    /// Every non-blank line of every shared fixture under `dir` whose name ends with one of
+    /// `suffixes`, as bytes, in the order of their paths.
+    pub(crate) fn fixture_lines(dir: &str, suffixes: &[&str]) -> Vec<Vec<u8>> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/fixtures")
+            .join(dir);
+        let mut lines = Vec::new();
+        for entry in walkdir::WalkDir::new(root).sort_by_file_name() {
+            let Ok(entry) = entry else { continue };
+            let name = entry.file_name().to_string_lossy();
+            if entry.file_type().is_file() && suffixes.iter().any(|s| name.ends_with(s)) {
+                let bytes = std::fs::read(entry.path()).unwrap();
+                lines.extend(
+                    bytes
+                        .split(|&b| b == b'\n')
+                        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+                        .map(<[u8]>::to_vec),
+                );
+            }
+        }
+        lines
     }
 
     /// Every non-blank line of every shared fixture (and some edge cases), as bytes.
@@ -2017,23 +2166,76 @@ mod tests {
             line.push(b'}');
             lines.push(line);
         }
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
-        for entry in walkdir::WalkDir::new(root).sort_by_file_name() {
-            let Ok(entry) = entry else { continue };
-            let name = entry.file_name().to_string_lossy();
-            if entry.file_type().is_file() && (name.ends_with(".jsonl") || name.ends_with(".json"))
-            {
-                let bytes = std::fs::read(entry.path()).unwrap();
-                lines.extend(
-                    bytes
-                        .split(|&b| b == b'\n')
-                        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
-                        .map(<[u8]>::to_vec),
-                );
-            }
-        }
+        lines.extend(fixture_lines("", &[".jsonl", ".json"]));
         assert!(lines.len() > 1000, "the shared fixtures are found");
         lines
+    }
+
+    #[test]
+    fn a_flat_object_is_what_serde_json_reads_of_its_line() {
+        let mut lines = sample_lines();
+        lines.extend(
+            [
+                r#"{"a":"x","b":{"c":"\n\"\\ \u001b","d":""},"e":"\/"}"#,
+                r#" { "a" : "x" , "b" : { } } "#,
+                r#"{}"#,
+                // Off the path: a repeated name (in the line, in its object), deeper nesting,
+                // another value, an escaped name, a surrogate escape, two records.
+                r#"{"a":"x","a":"y"}"#,
+                r#"{"b":{"c":"x","c":"y"}}"#,
+                r#"{"b":{"c":{"d":"x"}}}"#,
+                r#"{"a":1}"#,
+                r#"{"b":{"c":null}}"#,
+                r#"{"\u0061":"x"}"#,
+                r#"{"a":"\ud83d\ude00"}"#,
+                r#"{"a":"x"}{"a":"y"}"#,
+            ]
+            .iter()
+            .map(|l| l.as_bytes().to_vec()),
+        );
+        let mut taken = 0;
+        for bytes in &lines {
+            let Ok(text) = std::str::from_utf8(bytes) else {
+                continue;
+            };
+            let Some(members) = flat_object(text) else {
+                continue;
+            };
+            taken += 1;
+            let map: Map<String, Value> = serde_json::from_str(text)
+                .unwrap_or_else(|e| panic!("{text}: serde_json refuses a flat object: {e}"));
+            let decode = |json: &str| serde_json::from_str::<String>(json).unwrap();
+            let read: Vec<(String, Value)> = members
+                .iter()
+                .map(|(name, flat)| {
+                    let value = match flat {
+                        Flat::String(json) => Value::String(decode(json)),
+                        Flat::Object(inner) => Value::Object(
+                            inner
+                                .iter()
+                                .map(|(n, json)| (n.to_string(), Value::String(decode(json))))
+                                .collect(),
+                        ),
+                    };
+                    (name.to_string(), value)
+                })
+                .collect();
+            let parsed: Vec<(String, Value)> = map.into_iter().collect();
+            assert_eq!(read, parsed, "{text}");
+            for (_, flat) in &members {
+                if let Flat::String(json) = flat {
+                    assert_eq!(
+                        plain(json),
+                        (!json.contains('\\')).then(|| &json[1..json.len() - 1])
+                    );
+                }
+            }
+        }
+        assert!(taken > 100, "{taken} lines are flat objects");
+        for refused in &lines[lines.len() - 8..] {
+            let text = std::str::from_utf8(refused).unwrap();
+            assert_eq!(flat_object(text), None, "{text}");
+        }
     }
 
     /// What a pruned read keeps of one line's `message`, as JSON text.

@@ -608,9 +608,16 @@ impl Stream {
         });
         match slot {
             Some(slot) => {
-                let (content, restructured) = result_content(part.result.as_value());
-                let mut json = Vec::new();
-                write_value(&mut json, &content);
+                // A result held as its JSON text (a string) is that text.
+                let (json, restructured) = match part.result.json_text() {
+                    Some(text) => (text.as_bytes().to_vec(), false),
+                    None => {
+                        let (content, restructured) = result_content(part.result.as_value());
+                        let mut json = Vec::new();
+                        write_value(&mut json, &content);
+                        (json, restructured)
+                    }
+                };
                 slot.result = Some(Found {
                     content: json,
                     restructured,

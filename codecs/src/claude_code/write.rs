@@ -363,7 +363,7 @@ fn write_part(
             (PartRef::ToolCall(p), 1) => jsonl::write_str(out, p.name.as_str()),
             (PartRef::ToolCall(p), _) => jsonl::write_value(out, p.params.as_value()),
             (PartRef::ToolResult(p), 0) => jsonl::write_str(out, p.call_id.as_str()),
-            (PartRef::ToolResult(p), _) => jsonl::write_value(out, p.result.as_value()),
+            (PartRef::ToolResult(p), _) => jsonl::write_json(out, &p.result),
             (PartRef::File(p), _) => {
                 let empty = Map::new();
                 let file_source = options

@@ -56,6 +56,7 @@ pub(crate) fn map_item(
     id: MessageId,
     timestamp: Timestamp,
     mut payload: Extracted<Map<String, Value>>,
+    output: Option<Json>,
     wanted: Option<&[&str]>,
 ) -> Message {
     let mut taken = Taken(wanted.is_none().then(|| Vec::with_capacity(4)));
@@ -69,7 +70,7 @@ pub(crate) fn map_item(
         }
         Some("reasoning") => reasoning(session, id, timestamp, &mut payload, &mut taken),
         Some("function_call_output" | "custom_tool_call_output") => {
-            tool_result(session, id, timestamp, &mut payload, &mut taken)
+            tool_result(session, id, timestamp, &mut payload, output, &mut taken)
         }
         _ => tool_call(session, id, timestamp, &mut payload, &mut taken, wanted),
     };
@@ -496,14 +497,16 @@ fn tool_result(
     id: MessageId,
     timestamp: Timestamp,
     payload: &mut Extracted<Map<String, Value>>,
+    output: Option<Json>,
     taken: &mut Taken,
 ) -> Message {
     let mut message = ToolMessage::new(session, id, timestamp);
     let call_id = take_string(payload, "call_id", taken);
     let name = take_tool_name(payload, taken).map(Text::from);
+    // An output given as its text stands in for the payload's (a stand-in then).
     let result = payload.take("output").map(|v| {
         taken.push("output");
-        Json::from(v)
+        output.unwrap_or_else(|| Json::from(v))
     });
     if let (Some(call_id), Some(result)) = (call_id, result) {
         // model-no-synthesis: `is_failure` defaults to false; Codex records no success flag on disk.

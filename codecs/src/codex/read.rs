@@ -7,8 +7,8 @@ use crate::face::{CarriedLine, CarrierParts, Item, ReadFace, Sniff};
 use crate::{discover, jsonl};
 use pond_canonical::bounded::bounded_object;
 use pond_canonical::{
-    Event, Extracted, Locator, Message, MessageId, Origin, ParseError, ParseErrorKind, Project,
-    Record, Session, SessionId, SystemMessage, Timestamp,
+    Event, Extracted, Json, Locator, Message, MessageId, Origin, ParseError, ParseErrorKind,
+    Project, Record, Session, SessionId, SystemMessage, Timestamp,
 };
 use serde_json::Value;
 use std::io::Read;
@@ -220,6 +220,12 @@ fn read_rollout(
                 Survey::Read => {}
             }
         }
+        if let State::Open { .. } = rollout.state
+            && let Some((record, output)) = output_record(source, line, bytes)
+        {
+            rollout.records += 1;
+            return rollout.place(record, Some(output), &mut |e| emit(e.map(Item::Event)));
+        }
         // A line of several records (`{...}{...}`) gives each of them, after a warning.
         parser.each_record(source, line, bytes, &mut |record| match record {
             Ok(record) => rollout.record(record, &mut |e| emit(e.map(Item::Event))),
@@ -235,8 +241,16 @@ fn carrier_message(parts: &CarrierParts<'_>) -> Message {
     let record = jsonl::record_here_at(parts.source, parts.at.clone(), parts.line.as_bytes())
         .expect("the line was checked to be a JSON object");
     let id = MessageId::from(record.position());
-    place_record(parts.session, parts.anchor, id, record, None, &mut |_| {})
-        .expect("a carrier is always placed")
+    place_record(
+        parts.session,
+        parts.anchor,
+        id,
+        record,
+        None,
+        None,
+        &mut |_| {},
+    )
+    .expect("a carrier is always placed")
 }
 
 /// Opens a rollout, decompressing a `.jsonl.zst` archive on the fly.
@@ -304,7 +318,7 @@ impl<'o> Rollout<'o> {
                         };
                         emit(Ok(Event::Session(session)));
                         for held in std::mem::take(&mut self.pending) {
-                            self.place(held, emit);
+                            self.place(held, None, emit);
                         }
                     }
                     Err(e) => {
@@ -315,7 +329,7 @@ impl<'o> Rollout<'o> {
                 }
             }
             State::Searching => self.pending.push(record),
-            State::Open { .. } => self.place(record, emit),
+            State::Open { .. } => self.place(record, None, emit),
             // The header's error covers the whole session.
             State::Failed => {}
         }
@@ -354,15 +368,22 @@ impl<'o> Rollout<'o> {
         MessageId::from(record.position())
     }
 
-    /// Places one record of an open session: a typed message or a carrier.
-    fn place(&mut self, record: Record<'o>, emit: &mut dyn FnMut(Result<Event, ParseError>)) {
+    /// Places one record of an open session: a typed message or a carrier. `output`: the
+    /// record's tool output as its text, when [`output_record`] made the record.
+    fn place(
+        &mut self,
+        record: Record<'o>,
+        output: Option<Json>,
+        emit: &mut dyn FnMut(Result<Event, ParseError>),
+    ) {
         let State::Open { session, anchor } = &self.state else {
             return;
         };
         let (session, anchor) = (session.clone(), anchor.clone());
         let id = self.message_id(&record);
         let fault = &mut |e| emit(Err(e));
-        if let Some(message) = place_record(&session, &anchor, id, record, self.wanted, fault) {
+        let wanted = self.wanted;
+        if let Some(message) = place_record(&session, &anchor, id, record, output, wanted, fault) {
             emit(Ok(Event::Message(message)));
         }
     }
@@ -456,15 +477,21 @@ fn deferred(
 ) -> crate::face::Deferred {
     let bytes = bytes.to_vec();
     Box::new(move |origin: &Origin, emit| {
-        let place = |record: Record<'_>, emit: &mut dyn FnMut(Result<Message, ParseError>)| {
+        let place = |record: Record<'_>,
+                     output: Option<Json>,
+                     emit: &mut dyn FnMut(Result<Message, ParseError>)| {
             let id = MessageId::from(record.position());
-            let made = place_record(&session, &anchor, id, record, wanted, &mut |e| emit(Err(e)));
+            let fault = &mut |e| emit(Err(e));
+            let made = place_record(&session, &anchor, id, record, output, wanted, fault);
             if let Some(message) = made {
                 emit(Ok(message));
             }
         };
+        if let Some((record, output)) = output_record(origin, line, &bytes) {
+            return place(record, Some(output), emit);
+        }
         match jsonl::record_here(origin, line, &bytes) {
-            Ok(record) => place(record, emit),
+            Ok(record) => place(record, None, emit),
             // A faulty line, or one of several records: read again as `read` reads it (rare,
             // so by a parser of its own).
             Err(_) => {
@@ -473,7 +500,7 @@ fn deferred(
                     .each_record(origin, line, &bytes, &mut |r| records.push(r));
                 for record in records {
                     match record {
-                        Ok(record) => place(record, emit),
+                        Ok(record) => place(record, None, emit),
                         Err(e) => emit(Err(e)),
                     }
                 }
@@ -482,15 +509,76 @@ fn deferred(
     })
 }
 
+/// A tool output line as its record, its output not built (the output kinds' lines are most of
+/// a rollout's bytes): `{"timestamp", "type": "response_item", "payload": {"type", "call_id",
+/// "output"}}`, those members alone, each once, in any order, every one a string; the output a
+/// string whose JSON text is serde_json's ([`Json::from_json_text`]), which a writer then copies
+/// as it is. The record's `output` is a stand-in (`null`) for the output given beside it, which
+/// [`map_item`] takes in its place, so that the message is the one the record with its output
+/// would make (test `an_output_line_read_by_its_text_makes_the_message_its_value_makes`). `None`
+/// for any other line: it is read as a value.
+fn output_record<'o>(origin: &'o Origin, line: u64, bytes: &[u8]) -> Option<(Record<'o>, Json)> {
+    use jsonl::Flat;
+    // Where Codex writes it, an output line names its kind in its first members: any other line
+    // is not walked for nothing.
+    static KIND: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"_output\""));
+    KIND.find(&bytes[..bytes.len().min(160)])?;
+    let text = origin.line_text(jsonl::utf8(bytes)?);
+    let whole = *text.get();
+    let members = jsonl::flat_object(whole)?;
+    let is = |flat: &Flat<'_>, text: &str| matches!(flat, Flat::String(t) if jsonl::plain(t) == Some(text));
+    if members.len() != 3 {
+        return None;
+    }
+    let mut record = Vec::with_capacity(3);
+    let mut output = None;
+    for (name, value) in members {
+        let value = match (name, value) {
+            ("type", kind) if is(&kind, "response_item") => Value::from("response_item"),
+            ("timestamp", Flat::String(json)) => Value::from(jsonl::plain(json)?),
+            ("payload", Flat::Object(payload)) if payload.len() == 3 => {
+                let mut map = serde_json::Map::with_capacity(3);
+                for (name, json) in payload {
+                    let value = match name {
+                        "type" => match jsonl::plain(json)? {
+                            kind @ ("function_call_output" | "custom_tool_call_output") => {
+                                Value::from(kind)
+                            }
+                            _ => return None,
+                        },
+                        "call_id" => Value::from(jsonl::plain(json)?),
+                        "output" => {
+                            let at = json.as_ptr() as usize - whole.as_ptr() as usize;
+                            let json = text.clone().derive(|l| &l[at..at + json.len()]);
+                            output = Some(Json::from_json_text(json)?);
+                            Value::Null
+                        }
+                        _ => return None,
+                    };
+                    map.insert(name.to_owned(), value);
+                }
+                Value::Object(map)
+            }
+            _ => return None,
+        };
+        record.push((name.to_owned(), value));
+    }
+    let record = Record::from_members(origin, Locator::Line(line), record);
+    Some((record, output?))
+}
+
 /// The message `record` of `session` becomes, with id `id`: a typed message or a carrier. A
 /// fault found on the way (an unusable timestamp) goes to `fault`; the message is still made.
 /// With `wanted` (a foreign write's option keys), the envelope's leftovers are kept only when
-/// one of them occurs there ([`map_item`]).
+/// one of them occurs there ([`map_item`]). `output`: the record's tool output as its text, when
+/// [`output_record`] made the record (its `output` there is a stand-in).
 fn place_record(
     session: &SessionId,
     anchor: &Timestamp,
     id: MessageId,
     mut record: Record<'_>,
+    output: Option<Json>,
     wanted: Option<&[&str]>,
     fault: &mut dyn FnMut(ParseError),
 ) -> Option<Message> {
@@ -538,7 +626,7 @@ fn place_record(
         if !fallback {
             record.take("timestamp");
         }
-        let mut message = map_item(session, id, timestamp, payload, wanted);
+        let mut message = map_item(session, id, timestamp, payload, output, wanted);
         // The envelope's leftovers are built only when they are kept.
         if wanted.is_none_or(|keys| discover::rest_names_any(&record, keys)) {
             put(
@@ -550,7 +638,7 @@ fn place_record(
         }
         message
     } else {
-        map_item(session, id, timestamp, record.into_rest(), wanted)
+        map_item(session, id, timestamp, record.into_rest(), None, wanted)
     };
     // Only the native writer reads `options.pond`.
     if fallback && wanted.is_none() {
@@ -1015,6 +1103,94 @@ mod tests {
                     .collect::<Vec<_>>()
             };
             assert_eq!(strip(a), strip(b));
+        }
+    }
+
+    /// Every non-blank line of the shared Codex fixtures, and output lines of every shape
+    /// `output_record` must take or refuse.
+    fn output_lines() -> Vec<Vec<u8>> {
+        let mut lines: Vec<Vec<u8>> = [
+            r#"{"timestamp":"2025-10-01T10:00:02.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"line\nnext \"q\" \\ \u001b[0m \t é 漢 🙂"}}"#,
+            r#"{"payload":{"output":"","call_id":"c1","type":"custom_tool_call_output"},"type":"response_item","timestamp":"2025-10-01T10:00:02Z"}"#,
+            r#"  {"timestamp" : "2025-10-01T10:00:02Z" , "type":"response_item","payload":{ "type":"function_call_output","call_id":"c1","output":"x"} }  "#,
+            // Off the path: not serde_json's escapes, a member more or twice, an escape where a
+            // plain string is taken, another value, a timestamp that is no timestamp (the same
+            // fault either way), two records.
+            r#"{"timestamp":"2025-10-01T10:00:02Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"a\/b \u0041"}}"#,
+            r#"{"timestamp":"2025-10-01T10:00:02Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"\ud83d\ude00"}}"#,
+            r#"{"timestamp":"2025-10-01T10:00:02Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"x","status":"completed"}}"#,
+            r#"{"timestamp":"2025-10-01T10:00:02Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"x"},"ordinal":"7"}"#,
+            r#"{"timestamp":"2025-10-01T10:00:02Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","call_id":"c2","output":"x"}}"#,
+            r#"{"timestamp":"2025-10-01T10:00:02Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c\u0031","output":"x"}}"#,
+            r#"{"timestamp":"2025-10-01T10:00:02Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":{"content":"x"}}}"#,
+            r#"{"timestamp":"2025-10-01T10:00:02Z","type":"response_item","payload":{"type":"function_call","call_id":"c1","output":"x"}}"#,
+            r#"{"timestamp":"2025-10-01T10:00:02Z","type":"event_msg","payload":{"type":"function_call_output","call_id":"c1","output":"x"}}"#,
+            r#"{"timestamp":"yesterday","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"x"}}"#,
+            r#"{"timestamp":"2025-10-01T10:00:02Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"x"}}{"a":1}"#,
+        ]
+        .iter()
+        .map(|l| l.as_bytes().to_vec())
+        .collect();
+        lines.push(
+            b"{\"timestamp\":\"2025-10-01T10:00:02Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"a\tb\"}}"
+                .to_vec(),
+        );
+        lines.extend(crate::jsonl::tests::fixture_lines("codex", &[".jsonl"]));
+        lines
+    }
+
+    #[test]
+    fn an_output_line_read_by_its_text_makes_the_message_its_value_makes() {
+        let origin = Origin::new(NAME, "/x/rollout.jsonl", "rollout.jsonl");
+        let mut head = jsonl::record_here(
+            &origin,
+            1,
+            br#"{"id":"0199aaaa","timestamp":"2025-10-01T10:00:00Z"}"#,
+        )
+        .unwrap();
+        let session = SessionId::from(head.take_str("id").unwrap());
+        let anchor = Timestamp::parse(head.str("timestamp").unwrap()).unwrap();
+        let (mut taken, mut outputs) = (0, 0);
+        for (i, bytes) in output_lines().iter().enumerate() {
+            let line = i as u64 + 1;
+            let Some((record, output)) = output_record(&origin, line, bytes) else {
+                continue;
+            };
+            taken += 1;
+            for wanted in [None, Some(&["model"][..]), Some(&[][..])] {
+                let place = |record: Record<'_>, output: Option<Json>| {
+                    let mut faults = Vec::new();
+                    let id = MessageId::from(record.position());
+                    let made =
+                        place_record(&session, &anchor, id, record, output, wanted, &mut |e| {
+                            faults.push(e.to_string())
+                        });
+                    (made, faults)
+                };
+                let by_text = place(record.clone(), Some(output.clone()));
+                let by_value = place(jsonl::record_here(&origin, line, bytes).unwrap(), None);
+                let text = String::from_utf8_lossy(bytes);
+                assert_eq!(by_text, by_value, "{text}");
+                let message = by_text.0.unwrap();
+                let held = message.part_refs().into_iter().find_map(|p| match p {
+                    pond_canonical::PartRef::ToolResult(r) => r.result.json_text(),
+                    _ => None,
+                });
+                assert!(held.is_some(), "the output is held as its text: {text}");
+                outputs += usize::from(wanted.is_none());
+            }
+        }
+        // The three shapes above, and the real rollouts' outputs.
+        assert!(taken > 100, "{taken} lines taken by their text");
+        assert_eq!(taken, outputs);
+        // Each line off the path is refused.
+        for bytes in &output_lines()[3..15] {
+            assert!(
+                output_record(&origin, 1, bytes).is_none()
+                    || bytes.starts_with(br#"{"timestamp":"yesterday""#),
+                "{}",
+                String::from_utf8_lossy(bytes)
+            );
         }
     }
 }

@@ -409,7 +409,7 @@ fn write_taken(
             }
         }
         ("input" | "action", _) => jsonl::write_value(out, call?.params.as_value()),
-        ("output", _) => jsonl::write_value(out, result?.result.as_value()),
+        ("output", _) => jsonl::write_json(out, &result?.result),
         _ => return None,
     }
     Some(())

@@ -436,7 +436,7 @@ fn write_message(
                         "toolName" => {
                             jsonl::write_str(out, r.name.as_ref().map_or("", |n| n.as_str()))
                         }
-                        _ => jsonl::write_value(out, r.result.as_value()),
+                        _ => jsonl::write_json(out, &r.result),
                     }
                     Ok(())
                 })
