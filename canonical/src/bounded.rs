@@ -309,18 +309,15 @@ impl<'de> Deserialize<'de> for Json {
     }
 }
 
+/// Any JSON value, held as text or not: the schema the derived one was (docs/schema).
 impl schemars::JsonSchema for Json {
-    fn inline_schema() -> bool {
-        <Value as schemars::JsonSchema>::inline_schema()
-    }
     fn schema_name() -> std::borrow::Cow<'static, str> {
-        <Value as schemars::JsonSchema>::schema_name()
+        "Json".into()
     }
-    fn schema_id() -> std::borrow::Cow<'static, str> {
-        <Value as schemars::JsonSchema>::schema_id()
-    }
-    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        <Value as schemars::JsonSchema>::json_schema(g)
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "An arbitrary JSON value from the source (tool parameters, tool results), bounded like [`Text`]."
+        })
     }
 }
 
