@@ -1789,54 +1789,94 @@ pub(crate) fn utf8(bytes: &[u8]) -> Option<&str> {
     simdutf8::basic::from_utf8(bytes).ok()
 }
 
-/// Appends the escape of `b`, a byte [`ESCAPE`] marks, as serde_json writes it.
-fn write_escape(out: &mut Vec<u8>, b: u8) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    match ESCAPE[b as usize] {
-        b'u' => out.extend_from_slice(&[
-            b'\\',
-            b'u',
-            b'0',
-            b'0',
-            HEX[(b >> 4) as usize],
-            HEX[(b & 0xf) as usize],
-        ]),
-        letter => out.extend_from_slice(&[b'\\', letter]),
-    }
-}
-
 /// Appends `s` as a JSON string, escaped as serde_json escapes it. The bytes to escape are found
-/// 64 bytes at a time as a mask ([`marks`]; the rest as one block, padded) and written from it
-/// in turn (text with many line breaks, a tool's output, is not searched again after each one).
+/// 64 bytes at a time as a mask ([`marks`]) and the block is written from it in turn: each run
+/// before an escape is copied as 64 bytes, whatever its length, and each escape as 8 (what passes
+/// the run's or the escape's end is written over next), so that text with an escape every few
+/// bytes (code in a tool's output: quotes, line breaks) costs a few stores per escape rather than
+/// two copies of a length known only then (9% of a pi→codex conversion's instructions before).
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
-    // Written up to `start`; looked at up to `at`.
-    let mut start = 0;
     let mut at = 0;
-    while at < bytes.len() {
-        let mut hits = match bytes.get(at..at + 64) {
-            Some(block) => marks::<true>(block.try_into().expect("64 bytes")),
-            None => {
-                // The rest (under 64 bytes) as one block, padded with a byte that needs no escape.
-                let mut block = [b' '; 64];
-                block[..bytes.len() - at].copy_from_slice(&bytes[at..]);
-                marks::<true>(&block)
-            }
-        };
+    // Blocks with 64 bytes after them are read in place; the last one or two from a copy padded
+    // with a byte that needs no escape, so that a block's runs may be read as 64 bytes too.
+    while bytes.len() - at >= 128 {
+        let block: &[u8; 128] = bytes[at..at + 128].try_into().expect("128 bytes");
+        escape_block(out, block, 64);
+        at += 64;
+    }
+    let rest = &bytes[at..];
+    let mut padded = [b' '; 192];
+    padded[..rest.len()].copy_from_slice(rest);
+    let mut from = 0;
+    while from < rest.len() {
+        let block: &[u8; 128] = padded[from..from + 128].try_into().expect("128 bytes");
+        escape_block(out, block, (rest.len() - from).min(64));
+        from += 64;
+    }
+    out.push(b'"');
+}
+
+/// Appends the first `n` (at most 64) bytes of `block`, escaped: [`write_str`]'s step. The 64
+/// bytes after them are read only as the tail of a run's 64-byte copy, which writes past the run
+/// into space reserved here and then written over (or left past the end).
+#[inline(always)]
+fn escape_block(out: &mut Vec<u8>, block: &[u8; 128], n: usize) {
+    debug_assert!(n <= 64);
+    let head: &[u8; 64] = block[..64].try_into().expect("64 bytes");
+    let first_n = if n >= 64 { u64::MAX } else { (1 << n) - 1 };
+    let mut hits = marks::<true>(head) & first_n;
+    // An escape is at most 6 bytes, and a copy writes at most 64 past where it starts.
+    out.reserve(n * 6 + 64);
+    let mut len = out.len();
+    let dst = out.as_mut_ptr();
+    let src = block.as_ptr();
+    let mut start = 0;
+    // SAFETY: every read is of `block` (a run's copy starts at `start` <= 64 and reads 64 of its
+    // 128 bytes; an escape is read from `ESCAPES`), and every write is within the capacity just
+    // reserved: the bytes written before the last copy are at most 6 per byte of the first `start`
+    // and that copy writes 64, so nothing passes `out.len() + n * 6 + 64` (runs and escapes
+    // together write at most 6 bytes for each of the `n`). `len` counts only what is final:
+    // the bytes of every run and escape, each written before `len` moves past them, so
+    // `set_len` covers initialized bytes.
+    unsafe {
         while hits != 0 {
-            let i = at + hits.trailing_zeros() as usize;
-            out.extend_from_slice(&bytes[start..i]);
-            write_escape(out, bytes[i]);
+            let i = hits.trailing_zeros() as usize;
+            std::ptr::copy_nonoverlapping(src.add(start), dst.add(len), 64);
+            len += i - start;
+            let (escape, escaped) = ESCAPES[usize::from(block[i])];
+            std::ptr::copy_nonoverlapping(escape.as_ptr(), dst.add(len), 8);
+            len += usize::from(escaped);
             start = i + 1;
             hits &= hits - 1;
         }
-        at += 64;
+        std::ptr::copy_nonoverlapping(src.add(start), dst.add(len), 64);
+        len += n - start;
+        out.set_len(len);
     }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
 }
+
+/// How serde_json writes each byte that it escapes, padded to 8 bytes, and the escape's length
+/// (`\n` is 2, `\u001f` is 6; 0 for a byte written as itself).
+const ESCAPES: [([u8; 8], u8); 256] = {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut table = [([0u8; 8], 0u8); 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = match ESCAPE[b] {
+            0 => ([0; 8], 0),
+            b'u' => (
+                [b'\\', b'u', b'0', b'0', HEX[b >> 4], HEX[b & 0xf], 0, 0],
+                6,
+            ),
+            letter => ([b'\\', letter, 0, 0, 0, 0, 0, 0], 2),
+        };
+        b += 1;
+    }
+    table
+};
 
 /// Appends `json` as compact JSON: the text it holds as it is (`Json::json_text`, the text
 /// serde_json writes for its value), else its value by [`write_value`].
@@ -2836,6 +2876,43 @@ pub(crate) mod tests {
             out.clear();
             write_str(&mut out, s);
             assert_eq!(out, serde_json::to_vec(s).unwrap());
+        }
+    }
+
+    #[test]
+    fn strings_of_any_length_and_density_of_escapes_are_written_as_serde_json_writes_them() {
+        // Lengths across several blocks and the padded rest, from no escape to nearly all.
+        let alphabet = [
+            'a', ' ', '"', '\\', '\n', '\t', '\u{0}', '\u{1f}', '\u{7f}', 'é', '🙂',
+        ];
+        let mut seed = 0x9e37_79b9_u64;
+        let mut next = |m: usize| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % m
+        };
+        let mut out = b"prefix".to_vec();
+        for _ in 0..3000 {
+            let len = next(600);
+            let density = next(11);
+            let s: String = (0..len)
+                .map(|_| {
+                    if next(10) < density {
+                        alphabet[2 + next(6)]
+                    } else {
+                        alphabet[[0, 1, 8, 9, 10][next(5)]]
+                    }
+                })
+                .collect();
+            out.truncate(6);
+            write_str(&mut out, &s);
+            assert_eq!(&out[..6], b"prefix");
+            assert_eq!(
+                &out[6..],
+                serde_json::to_vec(&s).unwrap().as_slice(),
+                "{s:?}"
+            );
         }
     }
 
