@@ -1331,7 +1331,7 @@ impl<'b> Scan<'b> {
         // are looked at alone first, and one that ends there, before any backslash, is passed
         // without a block of 64 (a pi line has a hundred such strings).
         if let Some(head) = bytes.get(self.at..self.at + 16) {
-            let hits = marks16(head.try_into().expect("16 bytes"));
+            let hits = marks16::<false>(head.try_into().expect("16 bytes"));
             if hits != 0 {
                 let at = self.at + hits.trailing_zeros() as usize;
                 if bytes[at] == b'"' {
@@ -1717,12 +1717,14 @@ fn next_quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
     }
 }
 
-/// The places of `"` and `\\` in 16 bytes, as the bits of a mask (bit i: byte i).
+/// The places of `"` and `\\` in 16 bytes, and with `CONTROL` of the control bytes too, as the
+/// bits of a mask (bit i: byte i).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn marks16(chunk: &[u8; 16]) -> u32 {
+fn marks16<const CONTROL: bool>(chunk: &[u8; 16]) -> u32 {
     use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
     };
     // SAFETY: SSE2 is part of every x86_64 target, and `chunk` is 16 readable bytes (the load
     // has no alignment requirement).
@@ -1730,16 +1732,24 @@ fn marks16(chunk: &[u8; 16]) -> u32 {
         let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
         let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
         let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-        _mm_movemask_epi8(_mm_or_si128(quote, backslash))
+        let mut hit = _mm_or_si128(quote, backslash);
+        if CONTROL {
+            // A byte is at most 0x1f when the larger of it and 0x1f is 0x1f.
+            let below = _mm_set1_epi8(0x1f);
+            hit = _mm_or_si128(hit, _mm_cmpeq_epi8(_mm_max_epu8(v, below), below));
+        }
+        _mm_movemask_epi8(hit)
     };
     u32::from(hits as u16)
 }
 
-/// The places of `"` and `\\` in 16 bytes, as the bits of a mask (bit i: byte i).
+/// The places of `"` and `\\` in 16 bytes, and with `CONTROL` of the control bytes too, as the
+/// bits of a mask (bit i: byte i).
 #[cfg(not(target_arch = "x86_64"))]
-fn marks16(chunk: &[u8; 16]) -> u32 {
+fn marks16<const CONTROL: bool>(chunk: &[u8; 16]) -> u32 {
     chunk.iter().enumerate().fold(0, |mask, (i, &b)| {
-        mask | (u32::from(b == b'"' || b == b'\\') << i)
+        let hit = b == b'"' || b == b'\\' || (CONTROL && b < 0x20);
+        mask | (u32::from(hit) << i)
     })
 }
 
@@ -1799,6 +1809,13 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
+    // A short string with nothing to escape (a uuid, a timestamp, a key: most of a line's
+    // strings) is copied as it is, without the padded block its end would take.
+    if bytes.len() < 64 && !short_needs_escape(bytes) {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut at = 0;
     // Blocks with 64 bytes after them are read in place; the last one or two from a copy padded
     // with a byte that needs no escape, so that a block's runs may be read as 64 bytes too.
@@ -1817,6 +1834,40 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
         from += 64;
     }
     out.push(b'"');
+}
+
+/// Whether any of `bytes` (fewer than 64) is one a JSON string escapes: looked at 16 bytes at a
+/// time and the last 16 (overlapping those before), or as the first and last 8, so that no byte
+/// past them is read and no copy is made.
+#[inline(always)]
+fn short_needs_escape(bytes: &[u8]) -> bool {
+    let n = bytes.len();
+    if n >= 16 {
+        let chunk = |at: usize| -> &[u8; 16] { bytes[at..at + 16].try_into().expect("16 bytes") };
+        let mut hits = marks16::<true>(chunk(n - 16));
+        let mut at = 0;
+        while at + 16 <= n {
+            hits |= marks16::<true>(chunk(at));
+            at += 16;
+        }
+        hits != 0
+    } else if n >= 8 {
+        let word = |at: usize| word_at(bytes, at).expect("eight bytes");
+        (escape_lanes(word(0)) | escape_lanes(word(n - 8))) != 0
+    } else {
+        bytes.iter().any(|&b| ESCAPE[usize::from(b)] != 0)
+    }
+}
+
+/// Nonzero when a byte lane of `w` is `"`, `\\` or a control byte (each borrow reaches only the
+/// lanes above one that is).
+#[inline(always)]
+fn escape_lanes(w: u64) -> u64 {
+    let quote = w ^ (ONES * u64::from(b'"'));
+    let slash = w ^ (ONES * u64::from(b'\\'));
+    (quote.wrapping_sub(ONES) | slash.wrapping_sub(ONES) | w.wrapping_sub(ONES * 0x20))
+        & !w
+        & (ONES * 0x80)
 }
 
 /// Appends the first `n` (at most 64) bytes of `block`, escaped: [`write_str`]'s step. The 64
