@@ -1159,7 +1159,8 @@ pub fn plain(json: &str) -> Option<&str> {
 }
 
 /// The members of a line that is one JSON object whose every member is a string or an object
-/// of strings, each name without an escape and given once in its object, taken as the walk
+/// of strings (at most 16 members each), each name without an escape and given once in its
+/// object, taken as the walk
 /// finds them and none decoded: for a reader that copies such a line's strings as their JSON
 /// text (a Codex tool output, most of a rollout's bytes). `None` for any other line, a fault
 /// (as serde_json would find it), a `\u` escape of a surrogate or a line of several records
@@ -1213,14 +1214,19 @@ pub fn flat_object(text: &str) -> Option<Vec<(&str, Flat<'_>)>> {
             }
         }
     }
+    // Each name is compared with those before it: past a few members, which no record this is
+    // for has, the line is left to the parser (a hostile line of many would take quadratic time).
+    const MEMBERS: usize = 16;
     let mut found: Vec<(At, FlatAt)> = Vec::with_capacity(4);
     members(&mut scan, &mut |scan, name| {
+        (found.len() < MEMBERS).then_some(())?;
         once(bytes, found.iter().map(|(n, _)| n), &name).then_some(())?;
         let value = match scan.peek()? {
             b'"' => FlatAt::String(string(scan)?),
             b'{' => {
                 let mut inner: Vec<(At, At)> = Vec::with_capacity(4);
                 members(scan, &mut |scan, name| {
+                    (inner.len() < MEMBERS).then_some(())?;
                     once(bytes, inner.iter().map(|(n, _)| n), &name).then_some(())?;
                     (scan.peek()? == b'"').then_some(())?;
                     inner.push((name, string(scan)?));
@@ -2323,6 +2329,16 @@ pub(crate) mod tests {
             .iter()
             .map(|l| l.as_bytes().to_vec()),
         );
+        // More members than the walk compares, in the line and in its object.
+        let many = |n: usize| {
+            (0..n)
+                .map(|i| format!("\"k{i}\":\"v\""))
+                .collect::<Vec<_>>()
+        };
+        let line = format!("{{{}}}", many(17).join(","));
+        lines.push(line.into_bytes());
+        let line = format!("{{\"o\":{{{}}}}}", many(17).join(","));
+        lines.push(line.into_bytes());
         let mut taken = 0;
         for bytes in &lines {
             let Ok(text) = std::str::from_utf8(bytes) else {
@@ -2362,7 +2378,9 @@ pub(crate) mod tests {
             }
         }
         assert!(taken > 100, "{taken} lines are flat objects");
-        for refused in &lines[lines.len() - 8..] {
+        let sixteen = format!("{{\"o\":{{{}}}}}", many(16).join(","));
+        assert!(flat_object(&sixteen).is_some(), "{sixteen}");
+        for refused in &lines[lines.len() - 10..] {
             let text = std::str::from_utf8(refused).unwrap();
             assert_eq!(flat_object(text), None, "{text}");
         }

@@ -527,7 +527,10 @@ fn output_record<'o>(origin: &'o Origin, line: u64, bytes: &[u8]) -> Option<(Rec
     let text = origin.line_text(jsonl::utf8(bytes)?);
     let whole = *text.get();
     let members = jsonl::flat_object(whole)?;
-    let is = |flat: &Flat<'_>, text: &str| matches!(flat, Flat::String(t) if jsonl::plain(t) == Some(text));
+    let is = |flat: &Flat<'_>, text: &str| match flat {
+        Flat::String(t) => jsonl::plain(t) == Some(text),
+        Flat::Object(_) => false,
+    };
     if members.len() != 3 {
         return None;
     }
