@@ -1760,43 +1760,15 @@ fn marks16<const CONTROL: bool>(chunk: &[u8; 16]) -> u32 {
 }
 
 /// The places of `"` and `\\` in 64 bytes, and with `CONTROL` of the control bytes too (the
-/// bytes a JSON string escapes), as the bits of a mask (bit i: byte i).
-#[cfg(target_arch = "x86_64")]
+/// bytes a JSON string escapes), as the bits of a mask (bit i: byte i): [`marks16`] of each 16.
 #[inline(always)]
 fn marks<const CONTROL: bool>(block: &[u8; 64]) -> u64 {
-    use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8,
-    };
     let mut mask = 0u64;
     for (i, chunk) in block.chunks_exact(16).enumerate() {
-        // SAFETY: SSE2 is part of every x86_64 target, and `chunk` is 16 readable bytes (the
-        // load has no alignment requirement).
-        let hits = unsafe {
-            let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
-            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
-            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-            let mut hit = _mm_or_si128(quote, backslash);
-            if CONTROL {
-                // A byte is at most 0x1f when the larger of it and 0x1f is 0x1f.
-                let below = _mm_set1_epi8(0x1f);
-                hit = _mm_or_si128(hit, _mm_cmpeq_epi8(_mm_max_epu8(v, below), below));
-            }
-            _mm_movemask_epi8(hit)
-        };
-        mask |= u64::from(hits as u16) << (16 * i);
+        let chunk: &[u8; 16] = chunk.try_into().expect("16 bytes");
+        mask |= u64::from(marks16::<CONTROL>(chunk)) << (16 * i);
     }
     mask
-}
-
-/// The places of `"` and `\\` in 64 bytes, and with `CONTROL` of the control bytes too, as the
-/// bits of a mask (bit i: byte i).
-#[cfg(not(target_arch = "x86_64"))]
-fn marks<const CONTROL: bool>(block: &[u8; 64]) -> u64 {
-    block.iter().enumerate().fold(0, |mask, (i, &b)| {
-        let hit = b == b'"' || b == b'\\' || (CONTROL && b < 0x20);
-        mask | (u64::from(hit) << i)
-    })
 }
 
 /// `bytes` as text if they are UTF-8: what `std::str::from_utf8` gives, checked many bytes at a
