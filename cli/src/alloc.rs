@@ -33,7 +33,20 @@ static SERVING: AtomicBool = AtomicBool::new(false);
 unsafe extern "C" {
     /// mimalloc.h (v3): whether `p` lies in memory mimalloc manages.
     fn mi_is_in_heap_region(p: *const std::ffi::c_void) -> bool;
+    /// mimalloc.h: `size` bytes, uninitialized; `mi_zalloc` zeroed; `mi_realloc` resized in
+    /// place or moved. Each block word-aligned (see [`WORD`]).
+    fn mi_malloc(size: usize) -> *mut std::ffi::c_void;
+    fn mi_zalloc(size: usize) -> *mut std::ffi::c_void;
+    fn mi_realloc(p: *mut std::ffi::c_void, newsize: usize) -> *mut std::ffi::c_void;
 }
+
+/// The alignment every mimalloc block has: its own aligned reallocation takes the plain path
+/// at or below it (`mi_theap_realloc_zero_aligned_at`, alloc-aligned.c). The `mimalloc` crate
+/// asks for every block through the aligned entry points, which check the alignment and the
+/// free block's address before taking the same page a plain `mi_malloc` takes; nearly every
+/// block a conversion makes (strings, vectors, boxes) asks for at most this, so those take the
+/// plain entry points (docs/benchmarks.md, "the plain allocation path").
+const WORD: usize = std::mem::size_of::<usize>();
 
 /// New blocks come from jemalloc from now on. Called by the serving and searching verbs first
 /// thing, before any other thread exists (all of them need the store).
@@ -66,6 +79,8 @@ unsafe impl GlobalAlloc for PondAlloc {
         unsafe {
             if SERVING.load(Ordering::Relaxed) {
                 Serving.alloc(layout)
+            } else if layout.align() <= WORD {
+                mi_malloc(layout.size()).cast()
             } else {
                 mimalloc::MiMalloc.alloc(layout)
             }
@@ -77,6 +92,8 @@ unsafe impl GlobalAlloc for PondAlloc {
         unsafe {
             if SERVING.load(Ordering::Relaxed) {
                 Serving.alloc_zeroed(layout)
+            } else if layout.align() <= WORD {
+                mi_zalloc(layout.size()).cast()
             } else {
                 mimalloc::MiMalloc.alloc_zeroed(layout)
             }
@@ -98,7 +115,11 @@ unsafe impl GlobalAlloc for PondAlloc {
         // SAFETY: resized by the allocator that made it, which keeps it.
         unsafe {
             if mimalloc_frees(ptr) {
-                mimalloc::MiMalloc.realloc(ptr, layout, new_size)
+                if layout.align() <= WORD {
+                    mi_realloc(ptr.cast(), new_size).cast()
+                } else {
+                    mimalloc::MiMalloc.realloc(ptr, layout, new_size)
+                }
             } else {
                 Serving.realloc(ptr, layout, new_size)
             }
@@ -109,6 +130,40 @@ unsafe impl GlobalAlloc for PondAlloc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The plain entry points give word-aligned blocks of every size class a conversion asks
+    /// for (what [`WORD`] relies on), keep a block's bytes when it grows or shrinks, and their
+    /// blocks are mimalloc's to free.
+    #[test]
+    fn plain_mimalloc_blocks_are_word_aligned() {
+        let sizes = (1..=160).chain([255, 1000, 1024, 1025, 4096, 70_000, 2 << 20]);
+        for size in sizes {
+            // SAFETY: each block is used within its size and freed once, by mimalloc.
+            unsafe {
+                let p = mi_malloc(size).cast::<u8>();
+                let z = mi_zalloc(size).cast::<u8>();
+                for (block, zeroed) in [(p, false), (z, true)] {
+                    assert!(!block.is_null() && mimalloc_owns(block), "{size}");
+                    assert_eq!(block as usize % WORD, 0, "size {size}, zeroed {zeroed}");
+                }
+                assert!(std::slice::from_raw_parts(z, size).iter().all(|&b| b == 0));
+                p.write_bytes(5, size);
+                let grown = mi_realloc(p.cast(), size * 3).cast::<u8>();
+                assert_eq!(grown as usize % WORD, 0, "{size} grown");
+                assert!(
+                    std::slice::from_raw_parts(grown, size)
+                        .iter()
+                        .all(|&b| b == 5)
+                );
+                let shrunk = mi_realloc(grown.cast(), size.div_ceil(2)).cast::<u8>();
+                assert_eq!(shrunk as usize % WORD, 0, "{size} shrunk");
+                assert_eq!(*shrunk, 5);
+                let layout = Layout::from_size_align(size.div_ceil(2), 1).unwrap();
+                mimalloc::MiMalloc.dealloc(shrunk, layout);
+                mimalloc::MiMalloc.dealloc(z, Layout::from_size_align(size, 1).unwrap());
+            }
+        }
+    }
 
     /// Blocks of both allocators are freed and resized by their own, whichever is current:
     /// jemalloc would abort on a mimalloc block, and mimalloc on a jemalloc one.
