@@ -45,7 +45,8 @@ unsafe extern "C" {
 /// asks for every block through the aligned entry points, which check the alignment and the
 /// free block's address before taking the same page a plain `mi_malloc` takes; nearly every
 /// block a conversion makes (strings, vectors, boxes) asks for at most this, so those take the
-/// plain entry points (docs/benchmarks.md, "the plain allocation path").
+/// plain entry points (docs/benchmarks.md, "2026-12-06, 00:10-01:36 UTC: the plain
+/// allocation path").
 const WORD: usize = std::mem::size_of::<usize>();
 
 /// New blocks come from jemalloc from now on. Called by the serving and searching verbs first
@@ -72,7 +73,9 @@ fn mimalloc_frees(ptr: *mut u8) -> bool {
 
 // SAFETY: every block is freed or resized by the allocator that made it (checked per block
 // once the switch is made; before it every block is mimalloc's, `mimalloc_frees`), and each of
-// the two upholds GlobalAlloc's contract itself.
+// the two upholds GlobalAlloc's contract itself: a mimalloc block of at most [`WORD`] alignment
+// comes from the plain entry points, whose every block is word-aligned, and is resized by them
+// (a block keeps its layout's alignment, so it is resized by the entry points that made it).
 unsafe impl GlobalAlloc for PondAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded as given.
