@@ -3,8 +3,8 @@
 
 use crate::face::ReadFace;
 use crate::face::{
-    CarriedLine, Deferred, Fidelity, Item, Layout, Losses, Output, OwnedCarried, SessionWriter,
-    Target, WriteError, Written,
+    CarriedLine, Deferred, Fidelity, Item, Layout, Losses, Output, OwnedCarried, OwnedReasoning,
+    ReasoningLine, SessionWriter, Target, Wanted, WriteError, Written,
 };
 use crate::registry::Codec;
 use pond_canonical::{Event, Message, Origin, ParseError, Provenance, Session, SessionId};
@@ -202,11 +202,15 @@ fn convert_on(
     // all foreign, and reads of their options only the keys it names.
     let wanted = (prune && from.source_agent != to.source_agent)
         .then(|| writer.option_keys())
-        .flatten();
+        .flatten()
+        .map(|keys| Wanted {
+            keys,
+            reasoning_lines: writer.takes_reasoning_lines(),
+        });
     let read =
         |source: &Origin, defer: bool, emit: &mut dyn FnMut(Result<Item<'_>, ParseError>)| {
             match wanted {
-                Some(keys) => reader.read_items_for(source, defer, keys, emit),
+                Some(wanted) => reader.read_items_for(source, defer, wanted, emit),
                 None => reader.read_items(source, defer, emit),
             }
         };
@@ -252,6 +256,9 @@ fn convert_on(
                         match item {
                             Ok(Item::Carried(carried)) => {
                                 batch.push(Piece::Carried(carried.to_owned()))
+                            }
+                            Ok(Item::Reasoning(line)) => {
+                                batch.push(Piece::Reasoning(line.to_owned()))
                             }
                             Ok(Item::Event(event)) => batch.push(Piece::Item(Ok(event))),
                             Err(e) => batch.push(Piece::Item(Err(e))),
@@ -309,6 +316,7 @@ fn convert_on(
                         Piece::Item(Ok(event)) => feed.event(event),
                         Piece::Item(Err(e)) => feed.summary.errors.push(e.clone()),
                         Piece::Carried(carried) => feed.carried(&carried.carried(source)),
+                        Piece::Reasoning(line) => feed.reasoning(&line.reasoning(source)),
                         Piece::Deferred(_) => {
                             // Taken out to be run; an `End` is left in its place.
                             if let Piece::Deferred(make) = std::mem::replace(piece, Piece::End) {
@@ -385,6 +393,7 @@ const PIPELINE_DEPTH: usize = 2;
 enum Piece {
     Item(Result<Event, ParseError>),
     Carried(OwnedCarried),
+    Reasoning(OwnedReasoning),
     Deferred(Deferred),
     /// A message to make from a record the reading thread parsed ([`Item::Parsed`]).
     Parsed(Deferred),
@@ -508,6 +517,7 @@ impl<'a> Feed<'a> {
             Err(e) => self.summary.errors.push(e),
             Ok(Item::Event(event)) => self.event(&event),
             Ok(Item::Carried(carried)) => self.carried(&carried),
+            Ok(Item::Reasoning(line)) => self.reasoning(&line),
             Ok(Item::Deferred(make) | Item::Parsed(make)) => {
                 make(source, &mut |made| self.made(made))
             }
@@ -526,6 +536,13 @@ impl<'a> Feed<'a> {
     fn carried(&mut self, carried: &CarriedLine<'_>) {
         self.summary.count_carried();
         self.write(|writer, target| writer.carried(carried, target));
+    }
+
+    /// A line of unsigned reasoning alone, counted as the message it stands for.
+    fn reasoning(&mut self, line: &ReasoningLine<'_>) {
+        self.summary.messages += 1;
+        self.summary.parts += line.parts as u64;
+        self.write(|writer, target| writer.reasoning(line, target));
     }
 
     /// One event, borrowed: the writer clones what it keeps.
@@ -823,6 +840,101 @@ mod tests {
         for (line, n) in lines.iter().zip(&at) {
             assert!(line.contains(&format!("a.jsonl:{n}:")), "{n}: {lines:#?}");
         }
+    }
+
+    /// Codex reasoning lines written into Claude Code, which holds no unsigned reasoning: the
+    /// first of each loss kind is made into its message, every later one only counted from its
+    /// line (`Item::Reasoning`), and the file and summary are those of the serial, unpruned
+    /// conversion ([`both_ways_written`]): a reasoning line between a prompt and the answer
+    /// opens the response the answer's call joins, one after a result or at the end of a turn
+    /// opens one that holds nothing, and one of another shape is read as before.
+    #[test]
+    fn codex_reasoning_lines_are_counted_into_claude_code_as_their_messages_are() {
+        let header = r#"{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"019c8a4c-ed82-79a1-aa28-7738fc5ab61a","timestamp":"2026-01-01T00:00:00Z","cwd":"/w"}}"#;
+        let item = |n: usize, payload: &str| {
+            format!(
+                r#"{{"timestamp":"2026-01-01T00:00:{n:02}Z","type":"response_item","payload":{payload}}}"#
+            )
+        };
+        let reasoning = |texts: &[&str], encrypted: &str| {
+            let summary: Vec<String> = texts
+                .iter()
+                .map(|t| format!(r#"{{"type":"summary_text","text":"{t}"}}"#))
+                .collect();
+            format!(
+                r#"{{"type":"reasoning","summary":[{}],"content":null,"encrypted_content":{encrypted}}}"#,
+                summary.join(",")
+            )
+        };
+        let user = |t: &str| {
+            format!(
+                r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{t}"}}]}}"#
+            )
+        };
+        let call = |id: &str| {
+            format!(
+                r#"{{"type":"function_call","name":"shell","arguments":"{{\"cmd\":[\"ls\"]}}","call_id":"{id}"}}"#
+            )
+        };
+        let output = |id: &str| {
+            format!(r#"{{"type":"function_call_output","call_id":"{id}","output":"a\nb"}}"#)
+        };
+        let answer = |t: &str| {
+            format!(
+                r#"{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"{t}"}}]}}"#
+            )
+        };
+        let payloads = [
+            user("first"),
+            reasoning(&["**Planning**", "look first"], r#""gAAA1""#),
+            call("c1"),
+            output("c1"),
+            reasoning(&["**Reading**"], r#""gAAA2""#),
+            answer("done"),
+            user("second"),
+            reasoning(&[], "null"),
+            reasoning(&["**Again**"], r#""gAAA3""#),
+            call("c2"),
+            reasoning(&["**Between**"], r#""gAAA4""#),
+            output("c2"),
+            // Read as before: a member the shape does not have.
+            r#"{"type":"reasoning","id":"rs_9","summary":[{"type":"summary_text","text":"x"}]}"#
+                .to_owned(),
+            answer("done again"),
+            reasoning(&["**Trailing**"], r#""gAAA5""#),
+        ];
+        let mut rollout = format!("{header}\n");
+        for (n, payload) in payloads.iter().enumerate() {
+            rollout.push_str(&item(n + 1, payload));
+            rollout.push('\n');
+        }
+        let (text, lines, summary) = jsonl_converted(
+            "codex",
+            "claude-code",
+            "rollout-2026-01-01T00-00-00-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl",
+            rollout.as_bytes(),
+        );
+        assert_eq!(summary.messages, payloads.len() as u64);
+        let loss = |kind: &str| summary.losses.kinds.get(kind).map(|l| l.count);
+        // One per part: 2 + 1 + 1 + 1 + 1 (the odd one) + 1.
+        assert_eq!(loss("reasoning_unsigned"), Some(7), "{:?}", summary.losses);
+        assert_eq!(loss("reasoning_encrypted_content"), Some(5));
+        assert!(
+            !text.contains("Planning") && !text.contains("gAAA"),
+            "{text}"
+        );
+        // Two prompts, two calls with their results, two answers.
+        let kinds: Vec<&str> = lines.iter().filter_map(|l| l["type"].as_str()).collect();
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "assistant").count(),
+            4,
+            "{kinds:?}"
+        );
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "user").count(),
+            4,
+            "{kinds:?}"
+        );
     }
 
     /// Where `what` first occurs in a written file; the test fails naming it if it does not.

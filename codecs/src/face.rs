@@ -56,19 +56,21 @@ pub trait ReadFace: Sync {
     }
 
     /// [`read_items`](Self::read_items) for a foreign write whose writer looks for only the
-    /// keys `wanted` in a message's options ([`SessionWriter::option_keys`]): a codec may leave
+    /// keys `wanted.keys` in a message's options ([`SessionWriter::option_keys`]) and, with
+    /// `wanted.reasoning_lines`, takes a line of unsigned reasoning alone as its line
+    /// ([`Item::Reasoning`], [`SessionWriter::takes_reasoning_lines`]): a codec may leave
     /// out of a message's options (unbuilt, `jsonl::Prune`, or not put there) the values in
     /// which none of them occurs, and pond's own marks for its native writer (`options.pond`),
     /// since the writer would drop them unread. What a foreign writer reads besides those keys
     /// stays as `read_items` makes it: whether a message's options are empty (the Codex writer,
     /// which never writes Codex's own sessions foreign) and a reasoning part's options whole
     /// (every writer). What the writer writes and every loss it reports are those of
-    /// `read_items`; the default is `read_items`.
+    /// `read_items`, a reasoning line standing for its message; the default is `read_items`.
     fn read_items_for(
         &self,
         source: &Origin,
         defer: bool,
-        wanted: &'static [&'static str],
+        wanted: Wanted,
         emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
     ) {
         let _ = wanted;
@@ -103,6 +105,106 @@ pub enum Item<'a> {
     /// that thread, wherever it was made (docs/decisions.md, "A conversion reads on a thread of
     /// its own"). Otherwise as [`Item::Deferred`].
     Parsed(Deferred),
+    /// A line whose message is reasoning alone, handed over as its line and what a writer
+    /// that drops such messages needs to know of it ([`ReasoningLine`]); only for a writer
+    /// that asked for them ([`Wanted::reasoning_lines`]).
+    Reasoning(ReasoningLine<'a>),
+}
+
+/// What a foreign writer reads of a source ([`ReadFace::read_items_for`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Wanted {
+    /// The keys it looks for in a message's options ([`SessionWriter::option_keys`]).
+    pub keys: &'static [&'static str],
+    /// Whether it takes a line of unsigned reasoning alone as its line
+    /// ([`SessionWriter::takes_reasoning_lines`]).
+    pub reasoning_lines: bool,
+}
+
+impl Wanted {
+    /// Options keys alone: every message is handed over as [`ReadFace::read_items`] hands it.
+    pub fn keys(keys: &'static [&'static str]) -> Self {
+        Self {
+            keys,
+            reasoning_lines: false,
+        }
+    }
+}
+
+/// A line whose message is an assistant message of reasoning parts alone (a Codex `reasoning`
+/// item), none of them signed (no `signature` or `thinkingSignature` member in a part's
+/// options), naming no model (no `model`, `modelID` or `modelId` member anywhere in its
+/// options) and holding nothing a writer reads but what is counted here: for a writer that
+/// drops such a message whole, reporting it ([`SessionWriter::reasoning`]), which then need not
+/// build it. Any writer may still ask for the [`message`](Self::message), which is exactly the
+/// one [`ReadFace::read_items_for`] gives for the line without `reasoning_lines`.
+pub struct ReasoningLine<'a> {
+    line: CarriedLine<'a>,
+    /// How many reasoning parts the message has.
+    pub parts: usize,
+    /// Whether its options hold a non-null `encrypted_content` (provider-encrypted reasoning),
+    /// within the depth a writer searches.
+    pub encrypted: bool,
+}
+
+impl<'a> ReasoningLine<'a> {
+    /// The line `parts.line`, whose message `make` makes from `parts`: `reasoning_parts`
+    /// reasoning parts, with `encrypted` content or not.
+    pub fn new(
+        parts: CarrierParts<'a>,
+        make: CarrierMessage,
+        reasoning_parts: usize,
+        encrypted: bool,
+    ) -> Self {
+        Self {
+            line: CarriedLine::new(parts, make),
+            parts: reasoning_parts,
+            encrypted,
+        }
+    }
+
+    /// The session the line belongs to.
+    pub fn session_id(&self) -> &SessionId {
+        self.line.session_id()
+    }
+
+    /// The source line, without its line break.
+    pub fn line(&self) -> &str {
+        self.line.line()
+    }
+
+    /// The line's message.
+    pub fn message(&self) -> Message {
+        self.line.message()
+    }
+
+    /// The line, owned: to hand it to another thread ([`OwnedReasoning::reasoning`] gives it
+    /// back).
+    pub fn to_owned(&self) -> OwnedReasoning {
+        OwnedReasoning {
+            line: self.line.to_owned(),
+            parts: self.parts,
+            encrypted: self.encrypted,
+        }
+    }
+}
+
+/// A [`ReasoningLine`] that owns its text and places.
+pub struct OwnedReasoning {
+    line: OwnedCarried,
+    parts: usize,
+    encrypted: bool,
+}
+
+impl OwnedReasoning {
+    /// The reasoning line again, read from `source` (the source unit it was read from).
+    pub fn reasoning<'a>(&'a self, source: &'a Origin) -> ReasoningLine<'a> {
+        ReasoningLine {
+            line: self.line.carried(source),
+            parts: self.parts,
+            encrypted: self.encrypted,
+        }
+    }
 }
 
 /// A message not made yet: its source line (or parsed record), owned, and the codec's mapping of
@@ -123,6 +225,7 @@ impl Item<'_> {
         match self {
             Item::Event(event) => emit(Ok(event)),
             Item::Carried(carried) => emit(Ok(Event::Message(carried.message()))),
+            Item::Reasoning(line) => emit(Ok(Event::Message(line.message()))),
             Item::Deferred(make) | Item::Parsed(make) => {
                 make(source, &mut |made| emit(made.map(Event::Message)))
             }
@@ -148,7 +251,7 @@ pub(crate) fn messages_read(
             })
     };
     match wanted {
-        Some(keys) => reader.read_items_for(source, false, keys, &mut emit),
+        Some(keys) => reader.read_items_for(source, false, Wanted::keys(keys), &mut emit),
         None => reader.read_items(source, false, &mut emit),
     }
     out
@@ -517,6 +620,25 @@ pub trait SessionWriter {
     /// default: the writer reads options whole.
     fn option_keys(&self) -> Option<&'static [&'static str]> {
         None
+    }
+
+    /// Whether this writer's foreign write takes a line of unsigned reasoning alone as its
+    /// line ([`Item::Reasoning`], written by [`reasoning`](Self::reasoning)): a writer that
+    /// drops such messages whole, which a reader then need not build. Asked only with
+    /// [`option_keys`](Self::option_keys). `false`, the default.
+    fn takes_reasoning_lines(&self) -> bool {
+        false
+    }
+
+    /// A line of unsigned reasoning alone ([`ReasoningLine`]) of a session already announced.
+    /// The default writes its message; a writer that drops such messages may count what it
+    /// drops from the line instead, writing and reporting what it would for the message.
+    fn reasoning(
+        &mut self,
+        line: &ReasoningLine<'_>,
+        target: &mut Target<'_>,
+    ) -> Result<(), WriteError> {
+        self.message(&line.message(), target)
     }
 
     /// The end of one source unit's events: write out anything held back for it.

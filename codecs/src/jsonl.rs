@@ -592,6 +592,21 @@ pub fn tape_members<'n>(nodes: &[Node<'n>], at: usize) -> Option<Vec<(&'n str, u
     Some(members)
 }
 
+/// The indexes of the items of the array at `nodes[at]`, in order; `None` if there is no array
+/// there.
+pub fn tape_items(nodes: &[Node<'_>], at: usize) -> Option<Vec<usize>> {
+    let Node::Array { len, .. } = *nodes.get(at)? else {
+        return None;
+    };
+    let mut items = Vec::with_capacity(len);
+    let mut i = at + 1;
+    for _ in 0..len {
+        items.push(i);
+        i += span(nodes, i)?;
+    }
+    Some(items)
+}
+
 /// [`LineParser::record_pruned`] with the calling thread's own parser ([`record_here`]).
 pub fn record_here_pruned<'o>(
     origin: &'o Origin,

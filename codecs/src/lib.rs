@@ -22,8 +22,8 @@ pub mod pi;
 pub mod registry;
 
 pub use face::{
-    CarriedLine, Fidelity, Item, Layout, Loss, Losses, Output, ReadFace, SessionWriter, Sniff,
-    Target, WriteError, WriteFace, Written,
+    CarriedLine, Fidelity, Item, Layout, Loss, Losses, Output, ReadFace, ReasoningLine,
+    SessionWriter, Sniff, Target, Wanted, WriteError, WriteFace, Written,
 };
 pub use registry::{CODECS, Codec, Install, find};
 

@@ -95,6 +95,7 @@ pub fn exercise(codec: &'static Codec, input: &Path, back: &Path) {
     };
     for source in &sources {
         deferred_is_read(reader, source);
+        reasoning_lines_are_read(reader, source);
     }
     let mut native = MemoryOutput::default();
     let _ = convert_sources(
@@ -128,6 +129,7 @@ fn deferred_is_read(reader: &dyn ReadFace, source: &Origin) {
     reader.read_items(source, true, &mut |item| match item {
         Ok(Item::Event(event)) => items.push(Ok(event)),
         Ok(Item::Carried(line)) => items.push(Ok(Event::Message(line.message()))),
+        Ok(Item::Reasoning(line)) => items.push(Ok(Event::Message(line.message()))),
         Ok(Item::Deferred(make) | Item::Parsed(make)) => {
             later.push((items.len(), make));
             items.push(Err(String::new()));
@@ -146,6 +148,76 @@ fn deferred_is_read(reader: &dyn ReadFace, source: &Origin) {
         "{}: read_items with defer does not stand for what read gives",
         source.path().display()
     );
+}
+
+/// A foreign read for a writer that takes reasoning lines (`Item::Reasoning`, as Claude Code's
+/// does) hands over only lines whose message is what the line says: the message `read` gives
+/// at the same place (the same id), an assistant message of as many reasoning parts as the line
+/// counts, none signed, naming no model, holding encrypted content just when the line says so.
+/// Returns how many reasoning lines `source` gave.
+pub fn reasoning_lines_are_read(reader: &dyn ReadFace, source: &Origin) -> usize {
+    use pond_canonical::{AssistantPart, Message};
+    use serde_json::{Map, Value};
+    /// Whether any member named one of `keys`, non-null, is found to `depth` levels down.
+    fn has(obj: &Map<String, Value>, keys: &[&str], depth: usize) -> bool {
+        obj.iter()
+            .any(|(k, v)| keys.contains(&k.as_str()) && !v.is_null())
+            || depth > 0
+                && obj
+                    .values()
+                    .filter_map(Value::as_object)
+                    .any(|v| has(v, keys, depth - 1))
+    }
+    let mut plain = HashMap::new();
+    reader.read(source, &mut |item| {
+        if let Ok(Event::Message(m)) = item {
+            plain.insert((m.session_id().clone(), m.id().clone()), m);
+        }
+    });
+    let wanted = pond_codecs::Wanted {
+        keys: &["model", "encrypted_content"],
+        reasoning_lines: true,
+    };
+    let mut lines = 0;
+    let at = source.path().display();
+    reader.read_items_for(source, false, wanted, &mut |item| {
+        let Ok(Item::Reasoning(line)) = item else {
+            return;
+        };
+        lines += 1;
+        let message = line.message();
+        assert_eq!(line.session_id(), message.session_id(), "{at}");
+        let key = (message.session_id().clone(), message.id().clone());
+        assert_eq!(
+            plain.get(&key),
+            Some(&message),
+            "{at}: a reasoning line's message is not the one read gives"
+        );
+        let Message::Assistant(assistant) = &message else {
+            panic!("{at}: a reasoning line's message is no assistant message");
+        };
+        assert_eq!(line.parts, assistant.content.len(), "{at}: parts");
+        for part in &assistant.content {
+            let AssistantPart::Reasoning(r) = part else {
+                panic!("{at}: a reasoning line's message holds a part of another kind");
+            };
+            assert!(
+                !has(&r.options, &["signature", "thinkingSignature"], 8),
+                "{at}: a signed part"
+            );
+        }
+        let options = message.options();
+        assert!(
+            !has(options, &["model", "modelID", "modelId"], 8),
+            "{at}: a reasoning line's message names a model"
+        );
+        assert_eq!(
+            line.encrypted,
+            has(options, &["encrypted_content"], 4),
+            "{at}: encrypted content"
+        );
+    });
+    lines
 }
 
 /// The canonical half of a `pond_ingest` body: deserialized, grouped by session and checked as

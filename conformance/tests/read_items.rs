@@ -12,8 +12,8 @@ use std::path::Path;
 /// What one read gave, in order: events, and faults as their messages.
 type Stream = Vec<Result<Event, String>>;
 
-#[test]
-fn read_items_stands_for_what_read_gives() {
+/// Every source of every codec's fixtures, shared and hand-written, with its codec.
+fn fixture_sources() -> Vec<(&'static pond_codecs::Codec, Origin)> {
     let roots = [
         Path::new(concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -21,27 +21,51 @@ fn read_items_stands_for_what_read_gives() {
         )),
         Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures")),
     ];
-    let mut carried = 0;
-    let mut deferred = 0;
-    let mut compared = 0;
+    let mut sources = Vec::new();
     for codec in CODECS {
         let Some(reader) = codec.read else { continue };
         for root in roots {
             let dir = root.join(codec.name);
-            if !dir.is_dir() {
-                continue;
-            }
-            for source in reader.discover(&dir).expect("discover") {
-                let seen = compare(reader, &source);
-                carried += seen.carried;
-                deferred += seen.deferred;
-                compared += 1;
+            if dir.is_dir() {
+                let found = reader.discover(&dir).expect("discover");
+                sources.extend(found.into_iter().map(|source| (*codec, source)));
             }
         }
+    }
+    sources
+}
+
+#[test]
+fn read_items_stands_for_what_read_gives() {
+    let mut carried = 0;
+    let mut deferred = 0;
+    let mut compared = 0;
+    for (codec, source) in fixture_sources() {
+        let seen = compare(codec.read.expect("a reader"), &source);
+        carried += seen.carried;
+        deferred += seen.deferred;
+        compared += 1;
     }
     assert!(compared > 50, "{compared} sources compared");
     assert!(carried > 1000, "only {carried} lines were carried as text");
     assert!(deferred > 1000, "only {deferred} messages were deferred");
+}
+
+/// A foreign read for a writer that takes reasoning lines hands over, from every fixture of
+/// every codec, only lines whose message is what the line says
+/// (`hostile::reasoning_lines_are_read`); the Codex fixtures have many.
+#[test]
+fn reasoning_lines_stand_for_their_messages() {
+    let mut lines = std::collections::BTreeMap::new();
+    for (codec, source) in fixture_sources() {
+        let reader = codec.read.expect("a reader");
+        *lines.entry(codec.name).or_insert(0) +=
+            pond_conformance::hostile::reasoning_lines_are_read(reader, &source);
+    }
+    assert!(
+        lines.get("codex").is_some_and(|&n| n > 100),
+        "reasoning lines by codec: {lines:?}"
+    );
 }
 
 /// How many lines one source's `read_items` handed over as their text, and deferred.
@@ -89,6 +113,9 @@ fn compare(reader: &dyn ReadFace, source: &Origin) -> Seen {
                     );
                     assert_eq!(line.session_id(), message.session_id());
                     Ok(Event::Message(message))
+                }
+                Ok(Item::Reasoning(_)) => {
+                    panic!("{}: a reasoning line unasked", source.path().display())
                 }
                 Ok(Item::Deferred(make) | Item::Parsed(make)) => {
                     assert!(defer, "{}: deferred unasked", source.path().display());

@@ -31,7 +31,7 @@
 use super::naming::{
     encode_cwd, hex_id, is_uuid, prefixed_hex_id_of, resume_command, uuid_v5, uuid_v5_of,
 };
-use crate::face::{At, CarriedLine, Losses, Target, WriteError, Written};
+use crate::face::{At, CarriedLine, Losses, ReasoningLine, Target, WriteError, Written};
 use crate::hold::{MAX_HELD, harness_only};
 use crate::jsonl::{self, write_str, write_value, write_value_map};
 use pond_canonical::{
@@ -193,6 +193,43 @@ impl ForeignWriter {
         Ok(())
     }
 
+    /// A line of unsigned reasoning alone ([`ReasoningLine`]) of a foreign session. Claude Code
+    /// holds no reasoning without an Anthropic signature, so all its message does is open a
+    /// response (if none is open), count one `reasoning_unsigned` loss per part and, with
+    /// encrypted content, one `reasoning_encrypted_content` loss ([`Stream::assistant`]): the
+    /// line names no model, and is no compaction. Once those losses have their first places and
+    /// the session has begun (and it is not a pi session, whose messages are remembered for its
+    /// compactions), the line does exactly that and its message is never built; before, it goes
+    /// the message's way. What is written and reported is the same either way.
+    pub fn reasoning(
+        &mut self,
+        line: &ReasoningLine<'_>,
+        target: &mut Target<'_>,
+    ) -> Result<(), WriteError> {
+        let Some(&i) = self.index.get(line.session_id().as_str()) else {
+            return Ok(());
+        };
+        let stream = &mut self.streams[i];
+        let losses = &mut *target.losses;
+        let counted = stream.started
+            && stream.kept.is_none()
+            && (line.parts == 0 || losses.kinds.contains_key(REASONING_UNSIGNED))
+            && (!line.encrypted || losses.kinds.contains_key(REASONING_ENCRYPTED));
+        if !counted {
+            return self.message(&line.message(), target);
+        }
+        Stream::open_response(&mut stream.queue);
+        // Each kind has its first place and text already: these only count.
+        if line.encrypted {
+            losses.count_again(REASONING_ENCRYPTED);
+        }
+        for _ in 0..line.parts {
+            losses.count_again(REASONING_UNSIGNED);
+        }
+        stream.release(false, losses);
+        stream.write(target)
+    }
+
     /// The end of the source: every held response is written (its unanswered calls left out),
     /// and each session that got lines is listed as written.
     pub fn flush(&mut self, target: &mut Target<'_>) -> Result<(), WriteError> {
@@ -214,6 +251,12 @@ impl ForeignWriter {
         Ok(())
     }
 }
+
+/// The loss kind of reasoning text without an Anthropic signature, left out.
+const REASONING_UNSIGNED: &str = "reasoning_unsigned";
+
+/// The loss kind of provider-encrypted reasoning, left out.
+const REASONING_ENCRYPTED: &str = "reasoning_encrypted_content";
 
 /// The loss kind of a Codex compaction written as Claude Code's own (its other fields dropped).
 pub(crate) const COMPACTED: &str = "compaction_rewritten";
@@ -959,6 +1002,13 @@ impl Stream {
         }
     }
 
+    /// A response open to take assistant messages: the last item held, or a new one.
+    fn open_response(queue: &mut VecDeque<Item>) {
+        if !matches!(queue.back(), Some(Item::Response(r)) if !r.ended) {
+            queue.push_back(Item::Response(Response::default()));
+        }
+    }
+
     /// An assistant message joins the open response (starting one if none is open); its blocks
     /// are final when the response is.
     fn assistant(&mut self, m: &Message, losses: &mut Losses) {
@@ -968,14 +1018,12 @@ impl Stream {
         let at = At::of(&self.canonical, m);
         if has_key(m.options(), "encrypted_content", 4) {
             losses.record(
-                "reasoning_encrypted_content",
+                REASONING_ENCRYPTED,
                 &at,
                 "provider-encrypted reasoning (Codex `encrypted_content`) cannot be sent to an Anthropic model; left out",
             );
         }
-        if !matches!(self.queue.back(), Some(Item::Response(r)) if !r.ended) {
-            self.queue.push_back(Item::Response(Response::default()));
-        }
+        Self::open_response(&mut self.queue);
         let Some(Item::Response(response)) = self.queue.back_mut() else {
             return;
         };
@@ -1004,7 +1052,7 @@ impl Stream {
                             }))
                         }
                         _ => losses.record(
-                            "reasoning_unsigned",
+                            REASONING_UNSIGNED,
                             &at,
                             "reasoning text without an Anthropic signature cannot be a thinking block (the API refuses a forged or missing signature); left out",
                         ),

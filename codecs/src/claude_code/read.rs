@@ -127,14 +127,14 @@ impl ReadFace for ClaudeCodeReader {
         &self,
         source: &Origin,
         defer: bool,
-        wanted: &'static [&'static str],
+        wanted: crate::Wanted,
         emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
     ) {
         let prune = jsonl::Prune {
             object: "message",
             read: MESSAGE_READS,
             unread: &["toolUseResult"],
-            wanted,
+            wanted: wanted.keys,
         };
         read_source(source, true, defer, Some(&prune), emit);
     }

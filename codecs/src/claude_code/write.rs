@@ -15,7 +15,8 @@
 use super::foreign::ForeignWriter;
 use super::naming::{encode_cwd, resume_command};
 use crate::face::{
-    CarriedLine, Fidelity, Layout, SessionWriter, Target, WriteError, WriteFace, Written,
+    CarriedLine, Fidelity, Layout, ReasoningLine, SessionWriter, Target, WriteError, WriteFace,
+    Written,
 };
 use crate::jsonl;
 use pond_canonical::{FileData, Message, Options, PartRef, Session};
@@ -63,6 +64,23 @@ fn harness_path(project: &str, source_path: &str) -> String {
 impl SessionWriter for ClaudeCodeWriter {
     fn option_keys(&self) -> Option<&'static [&'static str]> {
         Some(super::foreign::OPTION_KEYS)
+    }
+
+    /// Claude Code holds no unsigned reasoning: such a message is only counted
+    /// ([`ForeignWriter::reasoning`](super::foreign::ForeignWriter::reasoning)).
+    fn takes_reasoning_lines(&self) -> bool {
+        true
+    }
+
+    fn reasoning(
+        &mut self,
+        line: &ReasoningLine<'_>,
+        target: &mut Target<'_>,
+    ) -> Result<(), WriteError> {
+        if self.foreign.holds(line.session_id().as_str()) {
+            return self.foreign.reasoning(line, target);
+        }
+        self.message(&line.message(), target)
     }
 
     fn session(

@@ -3,7 +3,7 @@
 
 use super::items::{map_item, mappable, mappable_by, put};
 use super::{NAME, keys};
-use crate::face::{CarriedLine, CarrierParts, Item, ReadFace, Sniff};
+use crate::face::{CarriedLine, CarrierParts, Item, ReadFace, ReasoningLine, Sniff, Wanted};
 use crate::{discover, jsonl};
 use pond_canonical::bounded::bounded_object;
 use pond_canonical::{
@@ -156,12 +156,14 @@ impl ReadFace for CodexReader {
     }
 
     /// [`read_items`](ReadFace::read_items), a message's payload and envelope leftovers kept in
-    /// its options only when one of the writer's keys occurs in them.
+    /// its options only when one of the writer's keys occurs in them, and, for a writer that
+    /// takes them, a `reasoning` item of the plainest shape handed over as its line
+    /// ([`plain_reasoning`], [`Item::Reasoning`]).
     fn read_items_for(
         &self,
         source: &Origin,
         defer: bool,
-        wanted: &'static [&'static str],
+        wanted: Wanted,
         emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
     ) {
         read_rollout(source, true, defer, Some(wanted), emit);
@@ -170,14 +172,18 @@ impl ReadFace for CodexReader {
 
 /// Reads one rollout; with `raw_carriers`, the lines of an open session that are carried whole
 /// are handed over as their text, and with `defer` the other lines [`survey`] vouches for as
-/// their text and mapping ([`ReadFace::read_items`]).
+/// their text and mapping ([`ReadFace::read_items`]). With `wanted` (a foreign write's), the
+/// options are pruned to its keys, and if it takes them, plain reasoning lines are handed over
+/// as their text ([`Item::Reasoning`]).
 fn read_rollout(
     source: &Origin,
     raw_carriers: bool,
     defer: bool,
-    wanted: Option<&'static [&'static str]>,
+    wanted: Option<Wanted>,
     emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
 ) {
+    let reasoning_lines = wanted.is_some_and(|w| w.reasoning_lines);
+    let wanted = wanted.map(|w| w.keys);
     let input = match open(source) {
         Ok(input) => input,
         Err(e) => return emit(Err(e)),
@@ -199,18 +205,25 @@ fn read_rollout(
             Err(e) => return emit(Err(e)),
         };
         if raw_carriers && let State::Open { session, anchor } = &rollout.state {
+            // The line as its text, once a walk or the tape has found it UTF-8.
+            let at = &Locator::Line(line);
+            let text = || CarrierParts {
+                source,
+                session,
+                line: jsonl::utf8(bytes).expect("the line was checked to be UTF-8"),
+                at,
+                anchor,
+                duplicate_of: None,
+            };
+            if reasoning_lines && let Some((parts, encrypted)) = plain_reasoning(bytes) {
+                rollout.records += 1;
+                let reasoning = ReasoningLine::new(text(), carrier_message, parts, encrypted);
+                return emit(Ok(Item::Reasoning(reasoning)));
+            }
             match survey(line, bytes, defer) {
                 Survey::Carried => {
                     rollout.records += 1;
-                    let parts = CarrierParts {
-                        source,
-                        session,
-                        line: jsonl::utf8(bytes).expect("the line was checked to be UTF-8"),
-                        at: &Locator::Line(line),
-                        anchor,
-                        duplicate_of: None,
-                    };
-                    return emit(Ok(Item::Carried(CarriedLine::new(parts, carrier_message))));
+                    return emit(Ok(Item::Carried(CarriedLine::new(text(), carrier_message))));
                 }
                 Survey::Deferred => {
                     rollout.records += 1;
@@ -235,8 +248,8 @@ fn read_rollout(
     rollout.finish(&mut |e| emit(e.map(Item::Event)));
 }
 
-/// The message of a line [`survey`] found carried: what [`place_record`] makes of it, as
-/// [`ReadFace::read`] gives it.
+/// The message of a line [`survey`] found carried, or of one [`plain_reasoning`] accepted:
+/// what [`place_record`] makes of it, as [`ReadFace::read`] gives it.
 fn carrier_message(parts: &CarrierParts<'_>) -> Message {
     let record = jsonl::record_here_at(parts.source, parts.at.clone(), parts.line.as_bytes())
         .expect("the line was checked to be a JSON object");
@@ -462,6 +475,78 @@ fn may_name_ordinal(bytes: &[u8]) -> bool {
                 Some([b'0', b'0', b'6', _] | [b'0', b'0', b'7', b'2'])
             )
         })
+}
+
+/// A `reasoning` item line of the plainest shape, as Codex writes every one: `{"timestamp",
+/// "type": "response_item", "payload": {"type": "reasoning", "summary": [{"type", "text"}...],
+/// "content": null, "encrypted_content"}}`, those members alone, each once (`content` and
+/// `encrypted_content` may be absent, `encrypted_content` may be null), every one a string
+/// but `summary` and `content`; a usable `timestamp`; the line one JSON object read on the
+/// fast path ([`jsonl::on_tape_here`]), within the per-value bound. Its message is then an
+/// assistant message of one reasoning part per `summary` entry, none signed, and options naming
+/// no model, in which `encrypted_content` is found when it is a string ([`ReasoningLine`]):
+/// gives how many parts, and whether it is. `None` for any other line, which is read as it
+/// would be otherwise.
+fn plain_reasoning(bytes: &[u8]) -> Option<(usize, bool)> {
+    use jsonl::Node;
+    use simd_json::StaticNode;
+    // Where Codex writes it, the payload's `type` is within the line's first bytes: any other
+    // line is not parsed for nothing.
+    static KIND: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(br#""type":"reasoning""#));
+    KIND.find(&bytes[..bytes.len().min(160)])?;
+    if !jsonl::within_value_bound(bytes) {
+        return None;
+    }
+    fn string<'n>(nodes: &[Node<'n>], at: usize) -> Option<&'n str> {
+        match nodes.get(at) {
+            Some(Node::String(s)) => Some(*s),
+            _ => None,
+        }
+    }
+    jsonl::on_tape_here(bytes, |nodes| {
+        let envelope = jsonl::tape_members(nodes, 0)?;
+        let mut payload = None;
+        if envelope.len() != 3 {
+            return None;
+        }
+        for (name, at) in envelope {
+            match name {
+                "timestamp" => string(nodes, at)
+                    .filter(|t| Timestamp::is_valid(t))
+                    .map(drop)?,
+                "type" => (string(nodes, at)? == "response_item").then_some(())?,
+                "payload" => payload = Some(at),
+                _ => return None,
+            }
+        }
+        let (mut kind, mut parts, mut encrypted) = (false, 0, false);
+        for (name, at) in jsonl::tape_members(nodes, payload?)? {
+            match (name, nodes.get(at)?) {
+                ("type", _) => kind = string(nodes, at)? == "reasoning",
+                ("summary", _) => {
+                    for item in jsonl::tape_items(nodes, at)? {
+                        let members = jsonl::tape_members(nodes, item)?;
+                        let text = members
+                            .iter()
+                            .any(|&(n, at)| n == "text" && string(nodes, at).is_some());
+                        let plain = members.iter().all(|&(n, at)| {
+                            matches!(n, "type" | "text") && string(nodes, at).is_some()
+                        });
+                        if !(text && plain) {
+                            return None;
+                        }
+                        parts += 1;
+                    }
+                }
+                ("content", Node::Static(StaticNode::Null)) => {}
+                ("encrypted_content", Node::Static(StaticNode::Null)) => {}
+                ("encrypted_content", Node::String(_)) => encrypted = true,
+                _ => return None,
+            }
+        }
+        kind.then_some((parts, encrypted))
+    })
 }
 
 /// A line [`survey`] deferred: the line (a copy) and what [`ReadFace::read`] does with it in an
@@ -1194,6 +1279,78 @@ mod tests {
                 "{}",
                 String::from_utf8_lossy(bytes)
             );
+        }
+    }
+
+    /// The reasoning lines [`plain_reasoning`] hands over, and those it leaves to be read: each
+    /// accepted line's counts are those of the message `read` makes of it (parts, and whether
+    /// its options hold `encrypted_content`), and every shape a writer would read otherwise
+    /// (a signature, a model, another member, an unusable timestamp, an `ordinal`, a member
+    /// named twice, two records on one line) is refused.
+    #[test]
+    fn a_plain_reasoning_line_is_counted_as_its_message_is_made() {
+        let line = |payload: &str| {
+            format!(
+                r#"{{"timestamp":"2025-10-01T10:00:01.000Z","type":"response_item","payload":{payload}}}"#
+            )
+        };
+        let summary = r#"[{"type":"summary_text","text":"**Looking**"},{"type":"summary_text","text":"tw\u00f6"}]"#;
+        let accepted = [
+            (
+                line(&format!(
+                    r#"{{"type":"reasoning","summary":{summary},"content":null,"encrypted_content":"gAAA"}}"#
+                )),
+                (2, true),
+            ),
+            (
+                line(r#"{"type":"reasoning","summary":[],"encrypted_content":null}"#),
+                (0, false),
+            ),
+            (
+                line(r#"{"summary":[{"text":"","type":"summary_text"}],"type":"reasoning"}"#),
+                (1, false),
+            ),
+        ];
+        let refused = [
+            line(
+                r#"{"type":"reasoning","summary":[{"type":"summary_text","text":"a","signature":"s"}]}"#,
+            ),
+            line(r#"{"type":"reasoning","summary":[],"model":"gpt-5"}"#),
+            line(r#"{"type":"reasoning","summary":[],"id":"rs_1"}"#),
+            line(r#"{"type":"reasoning","summary":[{"type":"summary_text"}]}"#),
+            line(
+                r#"{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"a"}]}"#,
+            ),
+            line(r#"{"type":"reasoning","summary":[],"encrypted_content":1}"#),
+            line(r#"{"type":"reasoning","type":"reasoning","summary":[]}"#),
+            line(r#"{"type":"message","note":"\"type\":\"reasoning\"","summary":[]}"#),
+            line(r#"{"type":"reasoning","summary":[]}"#).replace("2025-10-01T10", "yesterday"),
+            line(r#"{"type":"reasoning","summary":[]}"#).replace(
+                r#""type":"response_item""#,
+                r#""type":"response_item","ordinal":3"#,
+            ),
+            format!(
+                "{}{}",
+                line(r#"{"type":"reasoning","summary":[]}"#),
+                line(r#"{"type":"reasoning","summary":[]}"#)
+            ),
+            line(r#"{"type":"reasoning","summary":[]"#),
+        ];
+        let header = ENVELOPE_HEADER.replace(r#""originator""#, r#""cwd":"/w","originator""#);
+        for (text, counts) in &accepted {
+            assert_eq!(plain_reasoning(text.as_bytes()), Some(*counts), "{text}");
+            let read = messages(&[header.as_str(), text], None);
+            let [Message::Assistant(message)] = read.as_slice() else {
+                panic!("{text}: one assistant message, not {read:?}");
+            };
+            assert_eq!(message.content.len(), counts.0, "{text}");
+            let encrypted = message.options["source"]["payload"]
+                .get("encrypted_content")
+                .is_some_and(|v| !v.is_null());
+            assert_eq!(encrypted, counts.1, "{text}");
+        }
+        for text in &refused {
+            assert_eq!(plain_reasoning(text.as_bytes()), None, "{text}");
         }
     }
 }

@@ -183,10 +183,10 @@ impl ReadFace for PiReader {
         &self,
         source: &Origin,
         defer: bool,
-        wanted: &'static [&'static str],
+        wanted: crate::Wanted,
         emit: &mut dyn FnMut(Result<Item<'_>, ParseError>),
     ) {
-        read::read(source, defer, Some(wanted), emit);
+        read::read(source, defer, Some(wanted.keys), emit);
     }
 }
 
