@@ -3,9 +3,10 @@
 //! (`read`, and `read_items` through a native conversion), and whatever it yields is written by
 //! every write face, native and foreign; a native write is read back. The `.pond` archive's
 //! container is unpacked the way `pond import` unpacks it. Nothing here may panic, hang or
-//! allocate without bound, whatever the bytes; faults are expected and ignored. One property is
-//! checked besides: a two-thread conversion's reading stands for what `read` gives
-//! ([`deferred_is_read`]), and a difference panics, so the fuzzer reports it.
+//! allocate without bound, whatever the bytes; faults are expected and ignored. Two properties
+//! are checked besides: a two-thread conversion's reading stands for what `read` gives
+//! ([`deferred_is_read`]), and so does every reasoning line a foreign read hands over as its
+//! line ([`reasoning_lines_are_read`]); a difference panics, so the fuzzer reports it.
 
 use pond_canonical::{Event, Origin, Session, WireEvent, ingest};
 use pond_codecs::convert::{convert_sources, read_all, write_events};
