@@ -121,16 +121,6 @@ pub struct Wanted {
     pub reasoning_lines: bool,
 }
 
-impl Wanted {
-    /// Options keys alone: every message is handed over as [`ReadFace::read_items`] hands it.
-    pub fn keys(keys: &'static [&'static str]) -> Self {
-        Self {
-            keys,
-            reasoning_lines: false,
-        }
-    }
-}
-
 /// A line whose message is an assistant message of reasoning parts alone (a Codex `reasoning`
 /// item), none of them signed (no `signature` or `thinkingSignature` member in a part's
 /// options), naming no model (no `model`, `modelID` or `modelId` member anywhere in its
@@ -166,11 +156,6 @@ impl<'a> ReasoningLine<'a> {
     /// The session the line belongs to.
     pub fn session_id(&self) -> &SessionId {
         self.line.session_id()
-    }
-
-    /// The source line, without its line break.
-    pub fn line(&self) -> &str {
-        self.line.line()
     }
 
     /// The line's message.
@@ -251,7 +236,13 @@ pub(crate) fn messages_read(
             })
     };
     match wanted {
-        Some(keys) => reader.read_items_for(source, false, Wanted::keys(keys), &mut emit),
+        Some(keys) => {
+            let wanted = Wanted {
+                keys,
+                reasoning_lines: false,
+            };
+            reader.read_items_for(source, false, wanted, &mut emit)
+        }
         None => reader.read_items(source, false, &mut emit),
     }
     out
