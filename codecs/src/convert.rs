@@ -937,6 +937,66 @@ mod tests {
         );
     }
 
+    /// A Codex tool output read as its JSON text (`Json::from_json_text`) is written by every
+    /// foreign writer as the same output read as its value is, to the byte: the Claude Code, pi
+    /// and opencode writers copy the text. The two rollouts differ only in how their outputs
+    /// are spelled: serde_json's escapes (held as text), or one character as a `\u` escape
+    /// serde_json does not write (read as a value).
+    #[test]
+    fn a_tool_output_held_as_its_text_is_written_as_its_value_is() {
+        let header = r#"{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"019c8a4c-ed82-79a1-aa28-7738fc5ab61a","timestamp":"2026-01-01T00:00:00Z","cwd":"/w"}}"#;
+        let rollout = |spelled: &dyn Fn(&str) -> String| {
+            let item = |n: usize, payload: &str| {
+                format!(
+                    r#"{{"timestamp":"2026-01-01T00:00:{n:02}Z","type":"response_item","payload":{payload}}}"#
+                )
+            };
+            let outputs = [
+                r#"plain"#,
+                r#"tab\tline\nquote \" back \\ ctl \u0001 \u001f"#,
+                "unicode é 😀 </tag> \\b\\f\\r",
+                "",
+            ];
+            let mut text = format!("{header}\n");
+            let mut n = 0;
+            for (i, output) in outputs.iter().enumerate() {
+                let payloads = [
+                    format!(
+                        r#"{{"type":"message","role":"user","content":[{{"type":"input_text","text":"do {i}"}}]}}"#
+                    ),
+                    format!(
+                        r#"{{"type":"function_call","name":"shell","arguments":"{{\"cmd\":[\"ls\"]}}","call_id":"c{i}"}}"#
+                    ),
+                    format!(
+                        r#"{{"type":"function_call_output","call_id":"c{i}","output":"{}"}}"#,
+                        spelled(output)
+                    ),
+                    format!(
+                        r#"{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"done {i}"}}]}}"#
+                    ),
+                ];
+                for payload in payloads {
+                    n += 1;
+                    text.push_str(&item(n, &payload));
+                    text.push('\n');
+                }
+            }
+            text
+        };
+        let held = rollout(&|o| o.to_owned());
+        // `a` as `\u0061`: the same value, in a text serde_json would not write.
+        let as_value = rollout(&|o| o.replacen('a', "\\u0061", 1));
+        assert_ne!(held, as_value);
+        let name = "rollout-2026-01-01T00-00-00-019c8a4c-ed82-79a1-aa28-7738fc5ab61a.jsonl";
+        for to in ["claude-code", "pi", "opencode"] {
+            let (by_text, summary) = converted("codex", to, name, held.as_bytes());
+            let (by_value, _) = converted("codex", to, name, as_value.as_bytes());
+            assert_eq!(summary.messages, 16, "{to}");
+            assert!(by_text.contains("ctl \\u0001 \\u001f"), "{to}: {by_text}");
+            assert_eq!(by_text, by_value, "{to}");
+        }
+    }
+
     /// Where `what` first occurs in a written file; the test fails naming it if it does not.
     /// The one file `from` (a JSONL codec) converts `session` (a file named `name`) into, `to`
     /// (a JSONL target) both ways ([`both_ways_written`]): its text, its lines, the summary.

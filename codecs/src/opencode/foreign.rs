@@ -202,17 +202,42 @@ enum ToolState {
     Running { input: Value, start: i64 },
     Completed {
         input: Value,
-        output: String,
+        output: Output,
         title: String,
         start: i64,
         end: i64,
     },
     Failed {
         input: Value,
-        error: String,
+        error: Output,
         start: i64,
         end: i64,
     },
+}
+
+/// A tool's output text as written: made by [`output_text`], or held as the JSON text
+/// serde_json writes for the string it is (a tool output read as its text,
+/// `Json::json_text`), copied as it is where `Text` would be decoded, copied and escaped again
+/// to the same bytes.
+enum Output {
+    Text(String),
+    Json(Box<str>),
+}
+
+impl Output {
+    fn of(result: &pond_canonical::Json, losses: &mut Losses, at: At<'_>) -> Self {
+        match result.json_text() {
+            Some(json) => Output::Json(json.into()),
+            None => Output::Text(output_text(result.as_value(), losses, at)),
+        }
+    }
+
+    fn write(&self, o: &mut PrettyObject<'_>, key: &str) {
+        match self {
+            Output::Text(text) => o.str(key, text),
+            Output::Json(json) => o.raw(key, json.as_bytes()),
+        };
+    }
 }
 
 impl Body {
@@ -300,10 +325,9 @@ impl ToolState {
                 start,
                 end,
             } => {
-                o.str("status", "completed")
-                    .value("input", input)
-                    .str("output", output)
-                    .str("title", title)
+                o.str("status", "completed").value("input", input);
+                output.write(o, "output");
+                o.str("title", title)
                     .object("metadata", |_| {})
                     .object("time", |t| {
                         t.int("start", *start).int("end", *end);
@@ -315,12 +339,11 @@ impl ToolState {
                 start,
                 end,
             } => {
-                o.str("status", "error")
-                    .value("input", input)
-                    .str("error", error)
-                    .object("time", |t| {
-                        t.int("start", *start).int("end", *end);
-                    });
+                o.str("status", "error").value("input", input);
+                error.write(o, "error");
+                o.object("time", |t| {
+                    t.int("start", *start).int("end", *end);
+                });
             }
         }
     }
@@ -772,7 +795,7 @@ impl ForeignDoc {
             return;
         };
         let end = millis(ts);
-        let output = output_text(r.result.as_value(), &mut self.losses, at);
+        let output = Output::of(&r.result, &mut self.losses, at);
         let Body::Tool { tool, state, .. } = &mut self.held[mi - self.base].parts[pi].body else {
             return;
         };

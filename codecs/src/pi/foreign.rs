@@ -155,6 +155,10 @@ enum PiMessage {
 /// A content block of a pi message.
 enum Block {
     Text(String),
+    /// A text block whose text is held as the JSON text serde_json writes for it, quotes
+    /// included (a tool output read as its text, `Json::json_text`): copied as it is, where
+    /// `Text` would be decoded, copied and escaped again to the same bytes.
+    TextJson(Box<str>),
     Thinking {
         text: String,
         signature: Option<String>,
@@ -177,6 +181,10 @@ impl Block {
         match self {
             Block::Text(text) => {
                 field(out, b"{\"type\":\"text\",\"text\":", text);
+            }
+            Block::TextJson(json) => {
+                out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+                out.extend_from_slice(json.as_bytes());
             }
             Block::Thinking { text, signature } => {
                 field(out, b"{\"type\":\"thinking\",\"thinking\":", text);
@@ -575,7 +583,12 @@ impl ForeignFile {
             return;
         }
         let name = r.name.as_ref().map_or(call_name, |n| n.as_str().to_owned());
-        let content = self.result_content(r.result.as_value(), at);
+        // A string output held as its JSON text is one text block, copied as it is: the block
+        // its value would make, to the byte.
+        let content = match r.result.json_text() {
+            Some(json) => vec![Block::TextJson(json.into())],
+            None => self.result_content(r.result.as_value(), at),
+        };
         let msg = PiMessage::ToolResult {
             call_id: r.call_id.as_str().to_owned(),
             name,
