@@ -695,7 +695,7 @@ impl LineParser {
     }
 
     /// Runs `f` on the line's simd-json tape; `None` when the line is not for the fast path.
-    fn with_tape<T>(
+    pub(crate) fn with_tape<T>(
         &mut self,
         bytes: &[u8],
         f: impl FnOnce(&[Node<'_>]) -> Option<T>,
@@ -1544,7 +1544,7 @@ pub struct Prune {
 impl Prune {
     /// Whether the value spanning `nodes[value..end]`, the member `key`, holds a wanted key,
     /// as the member's name or as any string within it.
-    fn wants(&self, key: &str, nodes: &[Node<'_>]) -> bool {
+    pub(crate) fn wants(&self, key: &str, nodes: &[Node<'_>]) -> bool {
         self.wanted.contains(&key)
             || nodes
                 .iter()
@@ -1623,7 +1623,7 @@ fn tape_record_with(
 }
 
 /// How many nodes the value at `nodes[at]` spans, itself included.
-fn span(nodes: &[Node<'_>], at: usize) -> Option<usize> {
+pub(crate) fn span(nodes: &[Node<'_>], at: usize) -> Option<usize> {
     Some(match nodes.get(at)? {
         Node::Object { count, .. } | Node::Array { count, .. } => count + 1,
         _ => 1,
@@ -1633,7 +1633,7 @@ fn span(nodes: &[Node<'_>], at: usize) -> Option<usize> {
 /// The object at `nodes[*at]` (a member of the record) without the members [`Prune`] leaves
 /// out; any other value, or an object naming a member twice (which of two a search meets
 /// first depends on where the first stood), is built whole.
-fn pruned_object(nodes: &[Node<'_>], at: &mut usize, prune: &Prune) -> Option<Value> {
+pub(crate) fn pruned_object(nodes: &[Node<'_>], at: &mut usize, prune: &Prune) -> Option<Value> {
     let start = *at;
     let Some(members) = tape_members(nodes, start) else {
         return tape_value(nodes, at, 1);
@@ -1652,7 +1652,7 @@ fn pruned_object(nodes: &[Node<'_>], at: &mut usize, prune: &Prune) -> Option<Va
 }
 
 /// The value starting at `nodes[*at]`, as serde_json reads it; `None` to leave the fast path.
-fn tape_value(nodes: &[Node<'_>], at: &mut usize, depth: usize) -> Option<Value> {
+pub(crate) fn tape_value(nodes: &[Node<'_>], at: &mut usize, depth: usize) -> Option<Value> {
     let node = *nodes.get(*at)?;
     *at += 1;
     if matches!(node, Node::Array { .. } | Node::Object { .. }) && depth + 1 >= MAX_FAST_DEPTH {

@@ -5,8 +5,10 @@
 //! container is unpacked the way `pond import` unpacks it. Nothing here may panic, hang or
 //! allocate without bound, whatever the bytes; faults are expected and ignored. Two properties
 //! are checked besides: a two-thread conversion's reading stands for what `read` gives
-//! ([`deferred_is_read`]), and so does every reasoning line a foreign read hands over as its
-//! line ([`reasoning_lines_are_read`]); a difference panics, so the fuzzer reports it.
+//! ([`deferred_is_read`]), so does every reasoning line a foreign read hands over as its
+//! line ([`reasoning_lines_are_read`]), and a pi entry a foreign read maps from its line's tape
+//! is the message its record makes ([`pi_entries_map_as_their_records`]); a difference panics,
+//! so the fuzzer reports it.
 
 use pond_canonical::{Event, Origin, Session, WireEvent, ingest};
 use pond_codecs::convert::{convert_sources, read_all, write_events};
@@ -97,6 +99,9 @@ pub fn exercise(codec: &'static Codec, input: &Path, back: &Path) {
     for source in &sources {
         deferred_is_read(reader, source);
         reasoning_lines_are_read(reader, source);
+        if codec.name == pond_codecs::pi::NAME {
+            pi_entries_map_as_their_records(source);
+        }
     }
     let mut native = MemoryOutput::default();
     let _ = convert_sources(
@@ -149,6 +154,22 @@ fn deferred_is_read(reader: &dyn ReadFace, source: &Origin) {
         "{}: read_items with defer does not stand for what read gives",
         source.path().display()
     );
+}
+
+/// Every line of the pi file `source` that a foreign read maps from its simd-json tape
+/// (`pond_codecs::pi::check_line`, for each foreign writer's option keys) makes the message its
+/// pruned record makes. Returns how many reads of its lines were so mapped.
+pub fn pi_entries_map_as_their_records(source: &Origin) -> usize {
+    let Ok(bytes) = std::fs::read(source.path()) else {
+        return 0;
+    };
+    bytes
+        .split(|&b| b == b'\n')
+        .map(|line| {
+            pond_codecs::pi::check_line(source, line)
+                .unwrap_or_else(|e| panic!("{}: {e}", source.path().display()))
+        })
+        .sum()
 }
 
 /// A foreign read for a writer that takes reasoning lines (`Item::Reasoning`, as Claude Code's

@@ -20,8 +20,11 @@
 
 mod foreign;
 mod read;
+mod tape;
 mod validate;
 mod write;
+
+pub use tape::check_line;
 
 use crate::discover::relative_of;
 use crate::face::{Item, ReadFace, Sniff};

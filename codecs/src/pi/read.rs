@@ -17,6 +17,7 @@
 //! their index); a block's own leftovers go to its part's `options.pi`.
 
 use super::NAME;
+use super::tape;
 use crate::discover::names_any;
 use crate::face::Item;
 use crate::jsonl::{self, LineParser};
@@ -42,12 +43,12 @@ pub(crate) fn is_header(v: &Value) -> bool {
 /// What the first pass learns of one entry: where it is and how it hangs in the tree, without
 /// its value.
 #[derive(Clone)]
-struct Entry {
-    line: u64,
+pub(super) struct Entry {
+    pub(super) line: u64,
     /// Which record of its line the entry is: 1 but for a line of several records.
     record_in_line: u64,
     /// The entry's `id`, or its position for an entry without one (version 1).
-    id: MessageId,
+    pub(super) id: MessageId,
     /// Whether the entry has an `id` of its own.
     has_id: bool,
     /// Index of the parent entry (`parentId`, or the previous entry for a version-1 file).
@@ -62,7 +63,7 @@ struct Entry {
 }
 
 /// An entry's `parentId` as the first pass found it.
-enum ParentRef {
+pub(super) enum ParentRef {
     /// No `parentId` member: a version-1 entry, whose parent is the entry before it.
     Absent,
     /// `null` (or any other value that is not a string): a root.
@@ -96,7 +97,7 @@ impl Entry {
     }
 
     /// An entry from a record the first pass had to read whole.
-    fn of_record(record: &Record<'_>) -> (Self, ParentRef) {
+    pub(super) fn of_record(record: &Record<'_>) -> (Self, ParentRef) {
         let parent = match record.get("parentId") {
             None => ParentRef::Absent,
             Some(v) => match v.as_str() {
@@ -413,10 +414,28 @@ pub(crate) fn read<'o>(
                     prune,
                 ))));
             } else {
-                let record = entry_record(prune.as_ref(), |p| {
-                    parser.record_pruned(origin, line, bytes, p)
-                });
-                take(next, record, emit);
+                // A main-line entry of a foreign write, mapped from its tape where it can be.
+                let made = match &prune {
+                    Some(prune) if main[next] && tape::may_map(bytes) => {
+                        let place = tape::Place {
+                            entry: &entries[next],
+                            session: &main_id,
+                            anchor: &created,
+                            file: &file,
+                        };
+                        parser.with_tape(bytes, |nodes| tape::message(origin, nodes, &place, prune))
+                    }
+                    _ => None,
+                };
+                match made {
+                    Some(message) => emit(Ok(Item::Event(Event::Message(message)))),
+                    None => {
+                        let record = entry_record(prune.as_ref(), |p| {
+                            parser.record_pruned(origin, line, bytes, p)
+                        });
+                        take(next, record, emit);
+                    }
+                }
             }
             next += 1;
             return;
@@ -486,6 +505,21 @@ fn deferred(
 ) -> crate::face::Deferred {
     let bytes = bytes.to_vec();
     Box::new(move |origin: &Origin, emit| {
+        if let Some(prune) = prune.as_ref()
+            && tape::may_map(&bytes)
+        {
+            let place = tape::Place {
+                entry: &entry,
+                session: &context.session,
+                anchor: &context.anchor,
+                file: &context.file,
+            };
+            let made =
+                jsonl::on_tape_here(&bytes, |nodes| tape::message(origin, nodes, &place, prune));
+            if let Some(message) = made {
+                return emit(Ok(message));
+            }
+        }
         let record = entry_record(prune.as_ref(), |p| {
             jsonl::record_here_pruned(origin, entry.line, &bytes, p)
         });
@@ -505,7 +539,7 @@ fn deferred(
 
 /// The members of an entry's `message` its mapping reads ([`map_record`], [`mappable`],
 /// [`entry_time`]): a pruned read ([`read`]'s `wanted`) builds them whatever the writer wants.
-const MESSAGE_READS: &[&str] = &[
+pub(super) const MESSAGE_READS: &[&str] = &[
     "role",
     "content",
     "toolCallId",
@@ -519,7 +553,7 @@ const MESSAGE_READS: &[&str] = &[
 
 /// An entry's record, read by `read` with `prune` (`None`: whole); read again whole when the
 /// entry maps to no message (its record is carried whole, placement rule 3).
-fn entry_record<'o>(
+pub(super) fn entry_record<'o>(
     prune: Option<&jsonl::Prune>,
     mut read: impl FnMut(Option<&jsonl::Prune>) -> Result<Record<'o>, ParseError>,
 ) -> Result<Record<'o>, ParseError> {
@@ -564,7 +598,7 @@ fn entry_time(record: &Record<'_>, anchor: &Timestamp) -> Timestamp {
 }
 
 /// Marks where the message sits in its file, for the native write.
-fn mark_source(message: &mut Message, file: &str, entry: &Entry) {
+pub(super) fn mark_source(message: &mut Message, file: &str, entry: &Entry) {
     let source = options_ns(message.options_mut(), "source");
     source.insert("file".into(), Value::from(file));
     source.insert("line".into(), Value::from(entry.line));
@@ -581,7 +615,7 @@ fn mark_source(message: &mut Message, file: &str, entry: &Entry) {
 /// An entry's message. With `wanted` (a foreign write's option keys), the entry's and its
 /// message's leftovers go to options only when one of those keys occurs in them; the source
 /// place ([`mark_source`]) keeps the options from being empty, as they never are.
-fn map_entry(
+pub(super) fn map_entry(
     record: Record<'_>,
     entry: &Entry,
     session: &SessionId,
@@ -755,7 +789,21 @@ fn map_record(
         || wanted.is_none_or(|keys| crate::discover::rest_names_any(&rec, keys)))
     .then(|| rec.into_rest());
     let msg = kept.message.filter(|msg| wants(msg.get()));
-    if entry.is_some() || msg.is_some() || !kept.unmapped.is_empty() {
+    put_leftovers(&mut message, entry, msg, kept.unmapped, kept.content_string);
+    message
+}
+
+/// What a mapping keeps besides the parts, into the message's options: the entry's and its
+/// message's leftovers and the unmapped blocks (`options.pi`), and whether the content was a
+/// string (`options.source.content`).
+pub(super) fn put_leftovers(
+    message: &mut Message,
+    entry: Option<Extracted<Map<String, Value>>>,
+    msg: Option<Extracted<Map<String, Value>>>,
+    unmapped: Vec<Value>,
+    content_string: bool,
+) {
+    if entry.is_some() || msg.is_some() || !unmapped.is_empty() {
         let pi = options_ns(message.options_mut(), NAME);
         if let Some(rest) = entry {
             pi.insert("entry".into(), Value::Object(bounded_object(rest)));
@@ -763,14 +811,13 @@ fn map_record(
         if let Some(msg) = msg {
             pi.insert("message".into(), Value::Object(bounded_object(msg)));
         }
-        if !kept.unmapped.is_empty() {
-            pi.insert("unmapped".into(), Value::Array(kept.unmapped));
+        if !unmapped.is_empty() {
+            pi.insert("unmapped".into(), Value::Array(unmapped));
         }
     }
-    if kept.content_string {
+    if content_string {
         options_ns(message.options_mut(), "source").insert("content".into(), Value::from("string"));
     }
-    message
 }
 
 /// Whether an entry maps to a message (else it is carried whole), from its `type` and its
@@ -820,7 +867,7 @@ fn unmapped(kept: &mut Kept, index: usize, block: Extracted<Value>) {
     ])));
 }
 
-fn set_options(options: &mut Map<String, Value>, rest: Extracted<Map<String, Value>>) {
+pub(super) fn set_options(options: &mut Map<String, Value>, rest: Extracted<Map<String, Value>>) {
     options.insert(NAME.into(), Value::Object(bounded_object(rest)));
 }
 
