@@ -132,9 +132,7 @@ pub(super) fn message(
                         let mut p =
                             ReasoningPart::new(m.part_key(), prov, text(b.str("thinking")?));
                         // A reasoning part's leftovers are kept whole (`set_options`).
-                        let mut rest = b.map(origin)?;
-                        rest.take("thinking");
-                        set_options(&mut p.options, rest);
+                        set_options(&mut p.options, b.rest(origin, &["thinking"])?);
                         m.push(p);
                     }
                     "toolCall" => {
@@ -187,14 +185,10 @@ pub(super) fn message(
         .iter()
         .any(|&(key, at)| !taken.contains(&key) && wants(prune, nodes, key, at))
     {
-        let Value::Object(map) = jsonl::pruned_object(nodes, &mut at_message.clone(), prune)?
-        else {
-            return None;
-        };
-        let mut map = extracted(origin, map);
-        for key in taken {
-            map.take(key);
-        }
+        let built = members
+            .iter()
+            .filter(|&&(key, at)| prune.read.contains(&key) || wants(prune, nodes, key, at));
+        let map = extracted(origin, rest(nodes, built, taken, 2)?);
         names_any(map.get(), keys).then_some(map)
     } else {
         None
@@ -237,7 +231,6 @@ fn wants(prune: &Prune, nodes: &[Node<'_>], key: &str, at: usize) -> bool {
 /// A content block: an object naming each member once, with a string `type`.
 struct Block<'t, 'n> {
     nodes: &'t [Node<'n>],
-    at: usize,
     kind: &'n str,
     members: Vec<(&'n str, usize)>,
 }
@@ -251,7 +244,6 @@ impl<'t, 'n> Block<'t, 'n> {
             .and_then(|&(_, at)| str_at(nodes, at))?;
         Some(Self {
             nodes,
-            at,
             kind,
             members,
         })
@@ -276,12 +268,13 @@ impl<'t, 'n> Block<'t, 'n> {
         Some(p)
     }
 
-    /// The block as the record holds it (an item of `message.content`).
-    fn map(&self, origin: &Origin) -> Option<Extracted<Map<String, Value>>> {
-        match value_at(self.nodes, self.at, 3)? {
-            Value::Object(map) => Some(extracted(origin, map)),
-            _ => None,
-        }
+    /// What the block, as the record holds it (an item of `message.content`), leaves once
+    /// the members `taken` are taken out of it.
+    fn rest(&self, origin: &Origin, taken: &[&str]) -> Option<Extracted<Map<String, Value>>> {
+        Some(extracted(
+            origin,
+            rest(self.nodes, self.members.iter(), taken, 4)?,
+        ))
     }
 
     /// A text or tool call part's leftovers (`Kept::part_options`): the block less what the
@@ -312,16 +305,36 @@ impl<'t, 'n> Block<'t, 'n> {
             }
         });
         if maybe {
-            let mut rest = self.map(origin)?;
-            for key in taken {
-                rest.take(key);
-            }
+            let rest = self.rest(origin, taken)?;
             if names_any(rest.get(), keys) {
                 set_options(options, rest);
             }
         }
         Some(())
     }
+}
+
+/// The object of the members `members` (each a name and where its value is, in order), as
+/// it is left once the members `taken` are taken out of it one by one (`Map::remove`, which
+/// moves the last member into the place of the one it removes), its values built at `depth`;
+/// the taken members' values are never built. `None` to leave the fast path.
+fn rest<'a>(
+    nodes: &[Node<'_>],
+    members: impl Iterator<Item = &'a (&'a str, usize)>,
+    taken: &[&str],
+    depth: usize,
+) -> Option<Map<String, Value>> {
+    let mut left: Vec<(&str, usize)> = members.copied().collect();
+    for key in taken {
+        if let Some(i) = left.iter().position(|(k, _)| k == key) {
+            left.swap_remove(i);
+        }
+    }
+    let mut map = Map::with_capacity(left.len());
+    for (key, at) in left {
+        map.insert(key.to_owned(), value_at(nodes, at, depth)?);
+    }
+    Some(map)
 }
 
 /// The string at `nodes[at]`.
