@@ -856,3 +856,33 @@ mod tests {
         }
     }
 }
+
+/// Each write face's option keys (`SessionWriter::option_keys`): for the checks that a foreign
+/// read's shortcut from a line's tape makes the message its record makes (the codecs' `tape`
+/// modules' `check_line`, run by tests and the fuzz targets).
+pub(crate) fn each_writers_keys() -> impl Iterator<Item = &'static [&'static str]> {
+    crate::registry::CODECS
+        .iter()
+        .filter_map(|codec| codec.write?.writer(Layout::Mirror).option_keys())
+}
+
+/// `Err` naming `what`, the writer's `keys` and both messages where the message a shortcut made
+/// (`fast`) is not the one the record makes (`made`): compared as values and as serialized,
+/// members and their order included.
+pub(crate) fn same_message(
+    what: &str,
+    keys: &[&str],
+    fast: &Message,
+    made: &Message,
+) -> Result<(), String> {
+    let (a, b) = (
+        serde_json::to_string(fast).map_err(|e| e.to_string())?,
+        serde_json::to_string(made).map_err(|e| e.to_string())?,
+    );
+    if a != b || fast != made {
+        return Err(format!(
+            "{what} mapped from its tape is not the message its record makes (keys {keys:?}):\n  tape:   {a}\n  record: {b}"
+        ));
+    }
+    Ok(())
+}

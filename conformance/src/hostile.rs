@@ -6,9 +6,9 @@
 //! allocate without bound, whatever the bytes; faults are expected and ignored. Two properties
 //! are checked besides: a two-thread conversion's reading stands for what `read` gives
 //! ([`deferred_is_read`]), so does every reasoning line a foreign read hands over as its
-//! line ([`reasoning_lines_are_read`]), and a pi entry a foreign read maps from its line's tape
-//! is the message its record makes ([`pi_entries_map_as_their_records`]); a difference panics,
-//! so the fuzzer reports it.
+//! line ([`reasoning_lines_are_read`]), and a pi entry or a Codex line a foreign read maps from
+//! its line's tape is the message its record makes ([`pi_entries_map_as_their_records`],
+//! [`codex_lines_map_as_their_records`]); a difference panics, so the fuzzer reports it.
 
 use pond_canonical::{Event, Origin, Session, WireEvent, ingest};
 use pond_codecs::convert::{convert_sources, read_all, write_events};
@@ -102,6 +102,9 @@ pub fn exercise(codec: &'static Codec, input: &Path, back: &Path) {
         if codec.name == pond_codecs::pi::NAME {
             pi_entries_map_as_their_records(source);
         }
+        if codec.name == pond_codecs::codex::NAME {
+            codex_lines_map_as_their_records(source);
+        }
     }
     let mut native = MemoryOutput::default();
     let _ = convert_sources(
@@ -160,16 +163,28 @@ fn deferred_is_read(reader: &dyn ReadFace, source: &Origin) {
 /// (`pond_codecs::pi::check_line`, for each foreign writer's option keys) makes the message its
 /// pruned record makes. Returns how many reads of its lines were so mapped.
 pub fn pi_entries_map_as_their_records(source: &Origin) -> usize {
+    each_line_checked(source, pond_codecs::pi::check_line)
+}
+
+/// The sum of `check` over every line of the file `source`; a line it finds wrong panics.
+fn each_line_checked(source: &Origin, check: fn(&Origin, &[u8]) -> Result<usize, String>) -> usize {
     let Ok(bytes) = std::fs::read(source.path()) else {
         return 0;
     };
     bytes
         .split(|&b| b == b'\n')
         .map(|line| {
-            pond_codecs::pi::check_line(source, line)
-                .unwrap_or_else(|e| panic!("{}: {e}", source.path().display()))
+            check(source, line).unwrap_or_else(|e| panic!("{}: {e}", source.path().display()))
         })
         .sum()
+}
+
+/// Every line of the rollout `source` that a foreign read maps from its simd-json tape
+/// (`pond_codecs::codex::check_line`, for each writer's option keys) makes the message its
+/// record makes. Returns how many reads of its lines were so mapped (none of a `.zst` archive,
+/// whose lines are compressed).
+pub fn codex_lines_map_as_their_records(source: &Origin) -> usize {
+    each_line_checked(source, pond_codecs::codex::check_line)
 }
 
 /// A foreign read for a writer that takes reasoning lines (`Item::Reasoning`, as Claude Code's

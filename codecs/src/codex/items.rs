@@ -112,20 +112,34 @@ fn keep(rest: &Map<String, Value>, wanted: Option<&[&str]>) -> bool {
 }
 
 /// A user or assistant message under construction.
-enum Draft {
+pub(super) enum Draft {
     User(UserMessage),
     Assistant(AssistantMessage),
 }
 
 impl Draft {
-    fn key(&self) -> PartKey {
+    /// A draft for `role`: an assistant message for `assistant`, else a user message.
+    pub(super) fn new(
+        role: &str,
+        session: &SessionId,
+        id: MessageId,
+        timestamp: Timestamp,
+    ) -> Self {
+        if role == "assistant" {
+            Self::Assistant(AssistantMessage::new(session, id, timestamp))
+        } else {
+            Self::User(UserMessage::new(session, id, timestamp))
+        }
+    }
+
+    pub(super) fn key(&self) -> PartKey {
         match self {
             Self::User(m) => m.part_key(),
             Self::Assistant(m) => m.part_key(),
         }
     }
 
-    fn push_text(&mut self, part: TextPart) {
+    pub(super) fn push_text(&mut self, part: TextPart) {
         match self {
             Self::User(m) => m.push(part),
             Self::Assistant(m) => m.push(part),
@@ -139,7 +153,7 @@ impl Draft {
         }
     }
 
-    fn into_message(self) -> Message {
+    pub(super) fn into_message(self) -> Message {
         match self {
             Self::User(m) => m.into(),
             Self::Assistant(m) => m.into(),
@@ -194,11 +208,7 @@ fn content_message(
         })
         .unwrap_or_default();
     let mappable = content_mappable(member(p, "content"));
-    let mut draft = if role == "assistant" {
-        Draft::Assistant(AssistantMessage::new(session, id, timestamp))
-    } else {
-        Draft::User(UserMessage::new(session, id, timestamp))
-    };
+    let mut draft = Draft::new(&role, session, id, timestamp);
     // The role of a user or assistant message is the canonical role; others stay in the payload.
     if matches!(role.as_str(), "user" | "assistant") && payload.take("role").is_some() {
         taken.push("role");
@@ -359,24 +369,34 @@ fn reasoning(
             let Some(Ok(text)) = item.take("text").map(Extracted::into_string) else {
                 continue;
             };
-            let mut part =
-                ReasoningPart::new(message.part_key(), Provenance::Conversational, text.into());
-            put(
-                &mut part.options,
-                "source",
-                keys::ITEM,
-                Value::Object(bounded_object(item)),
-            );
-            put(
-                &mut part.options,
-                "pond",
-                keys::REASONING_FIELD,
-                Value::from(field),
-            );
-            message.push(part);
+            message.push(reasoning_part(message.part_key(), text.into(), item, field));
         }
     }
     message.into()
+}
+
+/// The reasoning part of one entry of the reasoning array `field`, its other members `item`
+/// kept whole (for any writer: they are an entry's, not the payload's).
+pub(super) fn reasoning_part(
+    key: PartKey,
+    text: Text,
+    item: Extracted<Map<String, Value>>,
+    field: &'static str,
+) -> ReasoningPart {
+    let mut part = ReasoningPart::new(key, Provenance::Conversational, text);
+    put(
+        &mut part.options,
+        "source",
+        keys::ITEM,
+        Value::Object(bounded_object(item)),
+    );
+    put(
+        &mut part.options,
+        "pond",
+        keys::REASONING_FIELD,
+        Value::from(field),
+    );
+    part
 }
 
 /// Takes the string field `key`, recording it as taken.

@@ -40,10 +40,12 @@ pub mod foreign;
 mod items;
 mod provenance;
 mod read;
+mod tape;
 pub mod validate;
 mod write;
 
 pub use read::CodexReader;
+pub use tape::check_line;
 pub use write::CodexWriter;
 
 /// zstd archives as Codex writes them (`R-zst`: `.jsonl.zst`, level 3), for the writer and tests.

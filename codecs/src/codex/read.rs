@@ -2,6 +2,7 @@
 //! line by the three rules of spec 6.5.
 
 use super::items::{map_item, mappable, mappable_by, put};
+use super::tape;
 use super::{NAME, keys};
 use crate::face::{CarriedLine, CarrierParts, Item, ReadFace, ReasoningLine, Sniff, Wanted};
 use crate::{discover, jsonl};
@@ -238,6 +239,17 @@ fn read_rollout(
         {
             rollout.records += 1;
             return rollout.place(record, Some(output), &mut |e| emit(e.map(Item::Event)));
+        }
+        // A foreign write's message straight from the line's tape, where it applies.
+        if let State::Open { session, .. } = &rollout.state
+            && let Some(keys) = wanted
+            && tape::may_map(bytes)
+            && let Some(message) = parser.with_tape(bytes, |nodes| {
+                tape::message(source, nodes, line, session, keys)
+            })
+        {
+            rollout.records += 1;
+            return emit(Ok(Item::Event(Event::Message(message))));
         }
         // A line of several records (`{...}{...}`) gives each of them, after a warning.
         parser.each_record(source, line, bytes, &mut |record| match record {
@@ -575,6 +587,14 @@ fn deferred(
         if let Some((record, output)) = output_record(origin, line, &bytes) {
             return place(record, Some(output), emit);
         }
+        if let Some(keys) = wanted
+            && tape::may_map(&bytes)
+            && let Some(message) = jsonl::on_tape_here(&bytes, |nodes| {
+                tape::message(origin, nodes, line, &session, keys)
+            })
+        {
+            return emit(Ok(message));
+        }
         match jsonl::record_here(origin, line, &bytes) {
             Ok(record) => place(record, None, emit),
             // A faulty line, or one of several records: read again as `read` reads it (rare,
@@ -661,7 +681,7 @@ fn output_record<'o>(origin: &'o Origin, line: u64, bytes: &[u8]) -> Option<(Rec
 /// With `wanted` (a foreign write's option keys), the envelope's leftovers are kept only when
 /// one of them occurs there ([`map_item`]). `output`: the record's tool output as its text, when
 /// [`output_record`] made the record (its `output` there is a stand-in).
-fn place_record(
+pub(super) fn place_record(
     session: &SessionId,
     anchor: &Timestamp,
     id: MessageId,

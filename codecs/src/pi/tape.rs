@@ -374,13 +374,7 @@ pub fn check_line(origin: &Origin, bytes: &[u8]) -> Result<usize, String> {
     let anchor = Timestamp::parse(origin.line_text("2025-11-21T10:00:00.000Z"))
         .map_err(|e| e.to_string())?;
     let mut mapped = 0;
-    for name in ["codex", "pi", "claude-code", "opencode"] {
-        let Some(writer) = crate::registry::find(name).and_then(|c| c.write) else {
-            continue;
-        };
-        let Some(keys) = writer.writer(crate::face::Layout::Mirror).option_keys() else {
-            continue;
-        };
+    for keys in crate::face::each_writers_keys() {
         let prune = Prune {
             object: "message",
             read: MESSAGE_READS,
@@ -402,15 +396,7 @@ pub fn check_line(origin: &Origin, bytes: &[u8]) -> Result<usize, String> {
         })
         .map_err(|e| e.to_string())?;
         let made = map_entry(record, &entry, &session, &anchor, "s.jsonl", Some(keys));
-        let (a, b) = (
-            serde_json::to_string(&fast).map_err(|e| e.to_string())?,
-            serde_json::to_string(&made).map_err(|e| e.to_string())?,
-        );
-        if a != b || fast != made {
-            return Err(format!(
-                "a pi entry mapped from its tape is not the message its record makes (keys {keys:?}):\n  tape:   {a}\n  record: {b}"
-            ));
-        }
+        crate::face::same_message("a pi entry", keys, &fast, &made)?;
         mapped += 1;
     }
     Ok(mapped)
