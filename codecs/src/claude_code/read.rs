@@ -587,6 +587,7 @@ fn read_source(
                 anchor,
                 duplicate_of,
                 wanted,
+                prune.map(|p| p.wanted),
             ))));
         }
         let mut ctx = LineContext {
@@ -594,6 +595,7 @@ fn read_source(
             anchor,
             duplicate_of,
             tool_names: &mut tool_names,
+            wanted: prune.map(|p| p.wanted),
         };
         let (message, errors) = records::place(record, &mut ctx);
         for e in errors {
@@ -736,6 +738,7 @@ fn raw_user_turn(turn: RawTurn, log: Arc<NameLog>) -> crate::face::Deferred {
             anchor: &anchor,
             duplicate_of,
             tool_names: &mut tool_names,
+            wanted: prune.map(|p| p.wanted),
         };
         let (message, errors) = records::place(record, &mut ctx);
         for e in errors {
@@ -763,6 +766,7 @@ fn deferred(
     anchor: Timestamp,
     duplicate_of: Option<u64>,
     mut tool_names: HashMap<String, Extracted<String>>,
+    keys: Option<&'static [&'static str]>,
 ) -> crate::face::Deferred {
     let record = record.detach();
     Box::new(move |origin: &Origin, emit| {
@@ -772,6 +776,7 @@ fn deferred(
             anchor: &anchor,
             duplicate_of,
             tool_names: &mut tool_names,
+            wanted: keys,
         };
         // `timestamp_faultless` held: no fault to report.
         emit(Ok(records::place(record, &mut ctx).0))
@@ -788,6 +793,7 @@ fn carrier_message(parts: &CarrierParts<'_>) -> pond_canonical::Message {
         anchor: parts.anchor,
         duplicate_of: parts.duplicate_of,
         tool_names: &mut HashMap::new(),
+        wanted: None,
     };
     records::place(record, &mut ctx).0
 }
@@ -1028,10 +1034,12 @@ mod tests {
         assert_eq!(whole.len(), 2);
         assert_eq!(pruned.len(), 2);
         let envelope = |m: &Message| m.options()["source"]["envelope"].clone();
-        // `toolUseResult` and `usage`, which no writer reads, are built only for a whole read.
+        // `toolUseResult` and `usage`, which no writer reads, are built only for a whole read;
+        // so is a turn's envelope that names no key the writer looks for.
         assert_eq!(envelope(&whole[1])["toolUseResult"]["stdout"], "ok");
-        assert!(envelope(&pruned[1]).get("toolUseResult").is_none());
-        assert_eq!(envelope(&pruned[1])["cwd"], "/p");
+        assert_eq!(envelope(&whole[1])["cwd"], "/p");
+        assert!(envelope(&pruned[1]).is_null());
+        assert!(envelope(&pruned[0]).is_null());
         assert_eq!(whole[0].options()["anthropic"]["usage"]["input_tokens"], 3);
         assert!(pruned[0].options()["anthropic"].get("usage").is_none());
         // What the writer looks for, and what the mapping reads, are there.
@@ -1042,6 +1050,15 @@ mod tests {
         let named = lines.replace(r#""stderr":"""#, r#""model":"haiku""#);
         let kept = messages(&named, Some(&["model"]));
         assert_eq!(envelope(&kept[1])["toolUseResult"]["model"], "haiku");
+        assert_eq!(envelope(&kept[1])["cwd"], "/p");
+        // So is the envelope of a compaction's summary, which a writer looks for.
+        let summary = lines.replace(
+            r#""cwd":"/p","message":{"role":"user""#,
+            r#""cwd":"/p","isCompactSummary":true,"message":{"role":"user""#,
+        );
+        assert_ne!(summary, lines);
+        let kept = messages(&summary, Some(&["model"]));
+        assert_eq!(envelope(&kept[1])["isCompactSummary"], true);
     }
 
     /// A user turn handed over as its line is made after every later line was read, and still

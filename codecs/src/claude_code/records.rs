@@ -51,6 +51,10 @@ pub(crate) struct LineContext<'a> {
     pub duplicate_of: Option<u64>,
     /// Tool names by `tool_use` id, from calls seen earlier in the file.
     pub tool_names: &'a mut HashMap<String, Extracted<String>>,
+    /// A foreign write's option keys (`SessionWriter::option_keys`): a turn's envelope is then
+    /// kept only where one of them occurs in it, or where it marks a compaction's summary
+    /// (`isCompactSummary`, which `face::compact_summary_text` reads). `None`: kept always.
+    pub wanted: Option<&'static [&'static str]>,
 }
 
 /// How a record is placed.
@@ -427,10 +431,16 @@ fn turn(
             }
         }
     }
-    let envelope = bounded_object(record.into_rest());
+    // A foreign writer reads of a turn's envelope only its keys and a summary's mark.
+    let keep = ctx.wanted.is_none_or(|keys| {
+        record.get("isCompactSummary").is_some() || crate::discover::rest_names_any(&record, keys)
+    });
     let options = built.options_mut();
     let source = options_ns(options, "source");
-    source.insert("envelope".into(), Value::Object(envelope));
+    if keep {
+        let envelope = bounded_object(record.into_rest());
+        source.insert("envelope".into(), Value::Object(envelope));
+    }
     source.insert("content".into(), form.into());
     if !opaque.is_empty() {
         source.insert("opaque_blocks".into(), Value::Array(opaque));
@@ -703,6 +713,7 @@ mod tests {
                 anchor: &anchor,
                 duplicate_of: None,
                 tool_names: &mut tool_names,
+                wanted: None,
             };
             let (message, errors) = place(record, &mut ctx);
             assert!(errors.is_empty(), "{errors:?}");
