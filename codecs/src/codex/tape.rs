@@ -77,7 +77,11 @@ pub(super) fn message(
         return None;
     }
     let timestamp = Timestamp::parse(origin.line_text(str_at(nodes, at_time?)?)).ok()?;
-    let id = MessageId::from(origin.line_text(&format!("L{line}")));
+    // `Record::position`: `L<line>`.
+    let mut position = String::with_capacity(12);
+    position.push('L');
+    position.push_str(itoa::Buffer::new().format(line));
+    let id = MessageId::from(origin.line_text(position.as_str()));
     let payload = Members::of(nodes, at_payload?)?;
     let place = Place {
         origin,

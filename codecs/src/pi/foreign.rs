@@ -270,8 +270,9 @@ impl PiMessage {
                 });
             }
         }
-        std::io::Write::write_fmt(out, format_args!(",\"timestamp\":{ms}}}"))
-            .expect("writes into memory");
+        out.extend_from_slice(b",\"timestamp\":");
+        out.extend_from_slice(itoa::Buffer::new().format(ms).as_bytes());
+        out.push(b'}');
     }
 }
 
