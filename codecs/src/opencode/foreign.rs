@@ -495,7 +495,11 @@ impl ForeignDoc {
         let sid = self.session.id.clone();
         let at = At::of(sid.as_str(), m);
         let (created, counter) = self.tick(millis(m.timestamp()), at);
-        let seed = format!("{}/{}{suffix}", self.session.id, m.id());
+        let (session, message) = (self.session.id.as_str(), m.id().as_str());
+        let mut seed = String::with_capacity(session.len() + 1 + message.len() + suffix.len());
+        for piece in [session, "/", message, suffix] {
+            seed.push_str(piece);
+        }
         let id = oc_id("msg", (created as u128) * 0x1000 + counter, &seed);
         let (parent, provider, model) = if assistant {
             let parent = self
