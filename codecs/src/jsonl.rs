@@ -1622,6 +1622,35 @@ fn tape_record_with(
     Some(Built::Members(members))
 }
 
+/// Whether no array or object of the tape `nodes` nests as deep as the fast path leaves to
+/// serde_json ([`tape_value`]'s depth, `MAX_FAST_DEPTH`): a mapping that reads a line off its
+/// tape without building all of it must leave such a line to be read by its record, which
+/// serde_json may refuse (its own limit is 128) where the tape would map it.
+pub(crate) fn within_fast_depth(nodes: &[Node<'_>]) -> bool {
+    // Each level of nesting is a node of its own: a short tape (most lines') is shallow.
+    if nodes.len() < MAX_FAST_DEPTH {
+        return true;
+    }
+    // The end of each open array or object, innermost last.
+    let mut open = [0usize; MAX_FAST_DEPTH];
+    let mut depth = 0;
+    for (i, node) in nodes.iter().enumerate() {
+        while depth > 0 && open[depth - 1] <= i {
+            depth -= 1;
+        }
+        if let Node::Array { count, .. } | Node::Object { count, .. } = *node {
+            // The record itself is depth 0 (`tape_record_with`); a value at depth d is refused
+            // from d + 1 = MAX_FAST_DEPTH on.
+            if depth + 1 >= MAX_FAST_DEPTH {
+                return false;
+            }
+            open[depth] = i + count + 1;
+            depth += 1;
+        }
+    }
+    true
+}
+
 /// How many nodes the value at `nodes[at]` spans, itself included.
 pub(crate) fn span(nodes: &[Node<'_>], at: usize) -> Option<usize> {
     Some(match nodes.get(at)? {

@@ -57,6 +57,10 @@ pub(super) fn message(
     session: &SessionId,
     keys: &[&str],
 ) -> Option<Message> {
+    // A line nested deeper than the fast path reads is read by its record (serde_json's limit).
+    if !jsonl::within_fast_depth(nodes) {
+        return None;
+    }
     let top = jsonl::tape_members(nodes, 0)?;
     let (mut at_payload, mut at_time, mut kind) = (None, None, false);
     for &(name, at) in &top {
@@ -443,6 +447,16 @@ mod tests {
             r#"{"timestamp":"2025-11-21T10:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]},"metadata":{"model":"gpt"}}"#.to_owned(),
             r#"{"timestamp":"2025-11-21T10:00:01.000Z","type":"event_msg","payload":{"type":"message","role":"user","content":[]}}"#.to_owned(),
         ]);
+        // 27-28: nesting the record reads on its fast path, and nesting serde_json refuses
+        // (past 128), which the record's read reports and the tape must not map.
+        let deep = |n: usize| {
+            format!(
+                r#"{{"timestamp":"2025-11-21T10:00:01.000Z","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"hi"}}]}},"metadata":{}{}}}"#,
+                "[".repeat(n),
+                "]".repeat(n)
+            )
+        };
+        lines.extend([deep(90), deep(130)]);
         lines.into_iter().map(String::into_bytes).collect()
     }
 
@@ -493,7 +507,8 @@ mod tests {
         assert_eq!(
             mapped,
             [
-                4, 4, 4, 4, 4, 0, 1, 1, 0, 0, 0, 3, 4, 4, 1, 4, 4, 4, 0, 1, 0, 0, 4, 0, 0, 1, 0
+                4, 4, 4, 4, 4, 0, 1, 1, 0, 0, 0, 3, 4, 4, 1, 4, 4, 4, 0, 1, 0, 0, 4, 0, 0, 1, 0, 4,
+                0
             ]
         );
     }
