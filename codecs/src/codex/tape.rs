@@ -48,8 +48,9 @@ pub(super) fn may_map(bytes: &[u8]) -> bool {
 }
 
 /// The message `place_record` makes, for a foreign write whose writer looks for `keys`, of
-/// line `line` of an open session (`session`, dated by `anchor` where a line is not) whose tape
-/// is `nodes`; `None` where this reading does not apply (the module doc).
+/// line `line` of an open session `session` whose tape is `nodes`; `None` where this reading
+/// does not apply (the module doc; a line with no usable timestamp of its own among them, so
+/// the session's anchor is never needed).
 pub(super) fn message(
     origin: &Origin,
     nodes: &[Node<'_>],
@@ -114,8 +115,8 @@ struct Place<'a> {
 
 /// `message` (`items::content_message`): text items only, their provenance split as the
 /// record's are, by the item's label where the payload gives labels.
-fn content_message(line: Place<'_>, payload: &Members<'_, '_>) -> Option<Message> {
-    let (origin, keys) = (line.origin, line.keys);
+fn content_message(place: Place<'_>, payload: &Members<'_, '_>) -> Option<Message> {
+    let (origin, keys) = (place.origin, place.keys);
     let role = payload.str("role")?;
     let labels = labels(payload)?;
     let taken: &[&str] = if matches!(role, "user" | "assistant") {
@@ -126,7 +127,7 @@ fn content_message(line: Place<'_>, payload: &Members<'_, '_>) -> Option<Message
     if payload.wants(keys, taken) {
         return None;
     }
-    let mut draft = Draft::new(role, line.session, line.id, line.timestamp);
+    let mut draft = Draft::new(role, place.session, place.id, place.timestamp);
     for (i, at) in jsonl::tape_items(payload.nodes, payload.field("content")?)?
         .into_iter()
         .enumerate()
@@ -179,8 +180,8 @@ fn labels<'n>(payload: &Members<'_, 'n>) -> Option<Vec<Option<&'n str>>> {
 
 /// `reasoning` (`items::reasoning`): one reasoning part per `summary` and `content` entry, each
 /// keeping its entry's other members; an array of another shape stays in the payload.
-fn reasoning(line: Place<'_>, payload: &Members<'_, '_>) -> Option<Message> {
-    let (origin, keys) = (line.origin, line.keys);
+fn reasoning(place: Place<'_>, payload: &Members<'_, '_>) -> Option<Message> {
+    let (origin, keys) = (place.origin, place.keys);
     let nodes = payload.nodes;
     let mut arrays: Vec<(&'static str, Vec<Members<'_, '_>>)> = Vec::with_capacity(2);
     for field in ["summary", "content"] {
@@ -211,7 +212,7 @@ fn reasoning(line: Place<'_>, payload: &Members<'_, '_>) -> Option<Message> {
     if payload.wants(keys, &taken) {
         return None;
     }
-    let mut message = AssistantMessage::new(line.session, line.id, line.timestamp);
+    let mut message = AssistantMessage::new(place.session, place.id, place.timestamp);
     for (field, entries) in arrays {
         for entry in entries {
             let text = Text::from(origin.line_text(entry.str("text")?));
@@ -224,8 +225,8 @@ fn reasoning(line: Place<'_>, payload: &Members<'_, '_>) -> Option<Message> {
 
 /// `function_call` and `custom_tool_call` (`items::tool_call`): one tool call, its name
 /// qualified by a `namespace`, a function's `arguments` parsed as the record's are.
-fn tool_call(line: Place<'_>, payload: &Members<'_, '_>, kind: &str) -> Option<Message> {
-    let (origin, keys) = (line.origin, line.keys);
+fn tool_call(place: Place<'_>, payload: &Members<'_, '_>, kind: &str) -> Option<Message> {
+    let (origin, keys) = (place.origin, place.keys);
     let function = kind == "function_call";
     let input = if function { "arguments" } else { "input" };
     let (call, name, input_text) = (
@@ -253,7 +254,7 @@ fn tool_call(line: Place<'_>, payload: &Members<'_, '_>, kind: &str) -> Option<M
     } else {
         Value::String(input_text.to_owned())
     };
-    let mut message = AssistantMessage::new(line.session, line.id, line.timestamp);
+    let mut message = AssistantMessage::new(place.session, place.id, place.timestamp);
     message.push(ToolCallPart::new(
         message.part_key(),
         Provenance::Conversational,
