@@ -830,33 +830,6 @@ impl Losses {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn crafted_paths_cannot_leave_the_output() {
-        for bad in [
-            "../../.bashrc",
-            "/etc/passwd",
-            "a/../../b",
-            "",
-            "a//b",
-            "./a",
-            "a\0b",
-        ] {
-            assert!(check_relative_path(bad).is_err(), "{bad:?} accepted");
-        }
-        for good in [
-            "a.jsonl",
-            "-Users-me-proj/4f3e.jsonl",
-            "2025/06/02/rollout-x.jsonl",
-        ] {
-            assert!(check_relative_path(good).is_ok(), "{good:?} refused");
-        }
-    }
-}
-
 /// Each write face's option keys (`SessionWriter::option_keys`): for the checks that a foreign
 /// read's shortcut from a line's tape makes the message its record makes (the codecs' `tape`
 /// modules' `check_line`, run by tests and the fuzz targets).
@@ -885,4 +858,31 @@ pub(crate) fn same_message(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crafted_paths_cannot_leave_the_output() {
+        for bad in [
+            "../../.bashrc",
+            "/etc/passwd",
+            "a/../../b",
+            "",
+            "a//b",
+            "./a",
+            "a\0b",
+        ] {
+            assert!(check_relative_path(bad).is_err(), "{bad:?} accepted");
+        }
+        for good in [
+            "a.jsonl",
+            "-Users-me-proj/4f3e.jsonl",
+            "2025/06/02/rollout-x.jsonl",
+        ] {
+            assert!(check_relative_path(good).is_ok(), "{good:?} refused");
+        }
+    }
 }

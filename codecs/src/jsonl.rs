@@ -1545,10 +1545,7 @@ impl Prune {
     /// Whether the value spanning `nodes[value..end]`, the member `key`, holds a wanted key,
     /// as the member's name or as any string within it.
     pub(crate) fn wants(&self, key: &str, nodes: &[Node<'_>]) -> bool {
-        self.wanted.contains(&key)
-            || nodes
-                .iter()
-                .any(|n| matches!(n, Node::String(s) if self.wanted.contains(s)))
+        names_key(self.wanted, key, nodes)
     }
 }
 
@@ -1620,6 +1617,54 @@ fn tape_record_with(
         }
     }
     Some(Built::Members(members))
+}
+
+/// The string at `nodes[at]`.
+pub(crate) fn tape_str<'n>(nodes: &[Node<'n>], at: usize) -> Option<&'n str> {
+    match *nodes.get(at)? {
+        Node::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// Whether one of `keys` (a foreign writer's option keys) may occur in the member `key` whose
+/// value is at `nodes[at]`: as its name, or as any string within its value (an object's member
+/// names among them). `false` means that a `Map` built of it names none of the keys
+/// (`discover::names_any`).
+pub(crate) fn tape_wants(keys: &[&str], nodes: &[Node<'_>], key: &str, at: usize) -> bool {
+    let end = span(nodes, at).map_or(at, |n| at + n);
+    names_key(keys, key, nodes.get(at..end).unwrap_or_default())
+}
+
+/// Whether `key` is one of `keys`, or any string of the value spanning `value` is.
+fn names_key(keys: &[&str], key: &str, value: &[Node<'_>]) -> bool {
+    keys.contains(&key)
+        || value
+            .iter()
+            .any(|n| matches!(n, Node::String(s) if keys.contains(s)))
+}
+
+/// The object of the members `members` (each a name and where its value is, in order), as it
+/// is left once the members `taken` are taken out of it one by one (`Map::remove`, which moves
+/// the last member into the place of the one it removes), its values built at `depth`; the
+/// taken members' values are never built. `None` to leave the fast path.
+pub(crate) fn tape_rest<'a>(
+    nodes: &[Node<'_>],
+    members: impl Iterator<Item = &'a (&'a str, usize)>,
+    taken: &[&str],
+    depth: usize,
+) -> Option<Map<String, Value>> {
+    let mut left: Vec<(&str, usize)> = members.copied().collect();
+    for key in taken {
+        if let Some(i) = left.iter().position(|(k, _)| k == key) {
+            left.swap_remove(i);
+        }
+    }
+    let mut map = Map::with_capacity(left.len());
+    for (key, at) in left {
+        map.insert(key.to_owned(), tape_value(nodes, &mut at.clone(), depth)?);
+    }
+    Some(map)
 }
 
 /// Whether no array or object of the tape `nodes` nests as deep as the fast path leaves to

@@ -68,20 +68,20 @@ pub(super) fn message(
         match name {
             "payload" => at_payload = Some(at),
             "timestamp" => at_time = Some(at),
-            "type" => kind = str_at(nodes, at)? == "response_item",
+            "type" => kind = jsonl::tape_str(nodes, at)? == "response_item",
             // An `ordinal` is the message's id where no earlier line named it.
             "ordinal" => return None,
             // The envelope's leftovers (`type` among them) are dropped unless a key is in them.
             _ => {}
         }
-        if name != "payload" && name != "timestamp" && wants(keys, nodes, name, at) {
+        if name != "payload" && name != "timestamp" && jsonl::tape_wants(keys, nodes, name, at) {
             return None;
         }
     }
     if !kind {
         return None;
     }
-    let timestamp = Timestamp::parse(origin.line_text(str_at(nodes, at_time?)?)).ok()?;
+    let timestamp = Timestamp::parse(origin.line_text(jsonl::tape_str(nodes, at_time?)?)).ok()?;
     // `Record::position`: `L<line>`.
     let mut position = String::with_capacity(12);
     position.push('L');
@@ -170,7 +170,7 @@ fn labels<'n>(payload: &Members<'_, 'n>) -> Option<Vec<Option<&'n str>>> {
     let mut labels = Vec::with_capacity(items.len());
     for item in items {
         let label = match member_at(nodes, item, "provenance")? {
-            Some(at) => member_at(nodes, at, "type")?.and_then(|at| str_at(nodes, at)),
+            Some(at) => member_at(nodes, at, "type")?.and_then(|at| jsonl::tape_str(nodes, at)),
             None => None,
         };
         labels.push(label);
@@ -239,7 +239,7 @@ fn tool_call(place: Place<'_>, payload: &Members<'_, '_>, kind: &str) -> Option<
     }
     let name = match payload
         .field("namespace")
-        .and_then(|at| str_at(payload.nodes, at))
+        .and_then(|at| jsonl::tape_str(payload.nodes, at))
     {
         Some(namespace) if !namespace.is_empty() => {
             Text::from(origin.line_text(&format!("{namespace}{NAMESPACE_JOIN}{name}")))
@@ -288,47 +288,20 @@ impl<'t, 'n> Members<'t, 'n> {
     }
 
     fn str(&self, key: &str) -> Option<&'n str> {
-        str_at(self.nodes, self.field(key)?)
+        jsonl::tape_str(self.nodes, self.field(key)?)
     }
 
     /// Whether one of `keys` may occur in the members left once those `taken` are out.
     fn wants(&self, keys: &[&str], taken: &[&str]) -> bool {
         self.members
             .iter()
-            .any(|&(key, at)| !taken.contains(&key) && wants(keys, self.nodes, key, at))
+            .any(|&(key, at)| !taken.contains(&key) && jsonl::tape_wants(keys, self.nodes, key, at))
     }
 
-    /// The object left once the members `taken` are taken out of it one by one (`Map::remove`,
-    /// which moves the last member into the place of the one it removes), its values built at
-    /// `depth`; `None` to leave the fast path.
+    /// The object left once the members `taken` are taken out of it ([`jsonl::tape_rest`]).
     fn rest(&self, taken: &[&str], depth: usize) -> Option<Map<String, Value>> {
-        let mut left = self.members.clone();
-        for key in taken {
-            if let Some(i) = left.iter().position(|(k, _)| k == key) {
-                left.swap_remove(i);
-            }
-        }
-        let mut map = Map::with_capacity(left.len());
-        for (key, at) in left {
-            map.insert(
-                key.to_owned(),
-                jsonl::tape_value(self.nodes, &mut at.clone(), depth)?,
-            );
-        }
-        Some(map)
+        jsonl::tape_rest(self.nodes, self.members.iter(), taken, depth)
     }
-}
-
-/// Whether one of the writer's option keys may occur in the member `key` at `nodes[at]`: as its
-/// name, or as any string within its value (an object's member names among them).
-fn wants(keys: &[&str], nodes: &[Node<'_>], key: &str, at: usize) -> bool {
-    let end = jsonl::span(nodes, at).map_or(at, |n| at + n);
-    keys.contains(&key)
-        || nodes
-            .get(at..end)
-            .unwrap_or_default()
-            .iter()
-            .any(|n| matches!(n, Node::String(s) if keys.contains(s)))
 }
 
 /// The member `key` of the value at `nodes[at]` (`Value::get`): `Some(None)` where the value
@@ -339,14 +312,6 @@ fn member_at(nodes: &[Node<'_>], at: usize, key: &str) -> Option<Option<usize>> 
     }
     let members = jsonl::tape_members(nodes, at)?;
     Some(members.iter().find(|(k, _)| *k == key).map(|&(_, at)| at))
-}
-
-/// The string at `nodes[at]`.
-fn str_at<'n>(nodes: &[Node<'n>], at: usize) -> Option<&'n str> {
-    match *nodes.get(at)? {
-        Node::String(s) => Some(s),
-        _ => None,
-    }
 }
 
 /// A value decoded from the line's tape: source data, as the line's record would hold it.

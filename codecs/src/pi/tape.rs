@@ -58,7 +58,7 @@ pub(super) fn message(
     let mut at_time = None;
     for &(name, at) in &top {
         match name {
-            "type" => (str_at(nodes, at)? == "message").then_some(())?,
+            "type" => (jsonl::tape_str(nodes, at)? == "message").then_some(())?,
             "message" => at_message = Some(at),
             "timestamp" => at_time = Some(at),
             "id" | "parentId" => {}
@@ -68,19 +68,19 @@ pub(super) fn message(
     let at_message = at_message?;
     let members = jsonl::tape_members(nodes, at_message)?;
     let field = |key: &str| members.iter().find(|(k, _)| *k == key).map(|&(_, at)| at);
-    let role = str_at(nodes, field("role")?)?;
+    let role = jsonl::tape_str(nodes, field("role")?)?;
     let content = field("content")?;
     // `mappable`: else the entry is carried whole.
     match (role, nodes.get(content)?) {
         ("user", Node::String(_) | Node::Array { .. }) | ("assistant", Node::Array { .. }) => {}
         ("toolResult", _) => {
-            str_at(nodes, field("toolCallId")?)?;
+            jsonl::tape_str(nodes, field("toolCallId")?)?;
         }
         _ => return None,
     }
     // `entry_time`.
     let timestamp = at_time
-        .and_then(|at| str_at(nodes, at))
+        .and_then(|at| jsonl::tape_str(nodes, at))
         .and_then(|t| Timestamp::parse(origin.line_text(t)).ok());
     let timestamp = match timestamp {
         Some(t) => t,
@@ -156,8 +156,8 @@ pub(super) fn message(
         }
         _ => {
             let mut m = ToolMessage::new(place.session, id, timestamp);
-            let call = str_at(nodes, field("toolCallId")?)?;
-            let name = field("toolName").and_then(|at| str_at(nodes, at));
+            let call = jsonl::tape_str(nodes, field("toolCallId")?)?;
+            let name = field("toolName").and_then(|at| jsonl::tape_str(nodes, at));
             taken = if name.is_some() {
                 &["toolCallId", "toolName", "content"]
             } else {
@@ -188,7 +188,7 @@ pub(super) fn message(
         let built = members
             .iter()
             .filter(|&&(key, at)| prune.read.contains(&key) || wants(prune, nodes, key, at));
-        let map = extracted(origin, rest(nodes, built, taken, 2)?);
+        let map = extracted(origin, jsonl::tape_rest(nodes, built, taken, 2)?);
         names_any(map.get(), keys).then_some(map)
     } else {
         None
@@ -219,13 +219,10 @@ pub(super) fn message(
     Some(message)
 }
 
-/// Whether one of the writer's option keys may occur in the member `key` at `nodes[at]`: as its
-/// name, or as any string within its value (an object's member names among them). `false`
-/// means that a `Map` built of it names none of the keys (`names_any`); `true` is checked on
-/// the built value.
+/// Whether one of the writer's option keys may occur in the member `key` at `nodes[at]`
+/// ([`jsonl::tape_wants`]; `true` is checked on the built value).
 fn wants(prune: &Prune, nodes: &[Node<'_>], key: &str, at: usize) -> bool {
-    let end = jsonl::span(nodes, at).map_or(at, |n| at + n);
-    prune.wants(key, nodes.get(at..end).unwrap_or_default())
+    jsonl::tape_wants(prune.wanted, nodes, key, at)
 }
 
 /// A content block: an object naming each member once, with a string `type`.
@@ -241,7 +238,7 @@ impl<'t, 'n> Block<'t, 'n> {
         let kind = members
             .iter()
             .find(|(k, _)| *k == "type")
-            .and_then(|&(_, at)| str_at(nodes, at))?;
+            .and_then(|&(_, at)| jsonl::tape_str(nodes, at))?;
         Some(Self {
             nodes,
             kind,
@@ -257,7 +254,7 @@ impl<'t, 'n> Block<'t, 'n> {
     }
 
     fn str(&self, key: &str) -> Option<&'n str> {
-        str_at(self.nodes, self.field(key)?)
+        jsonl::tape_str(self.nodes, self.field(key)?)
     }
 
     /// A text block's part (a user's or an assistant's text is conversational).
@@ -273,7 +270,7 @@ impl<'t, 'n> Block<'t, 'n> {
     fn rest(&self, origin: &Origin, taken: &[&str]) -> Option<Extracted<Map<String, Value>>> {
         Some(extracted(
             origin,
-            rest(self.nodes, self.members.iter(), taken, 4)?,
+            jsonl::tape_rest(self.nodes, self.members.iter(), taken, 4)?,
         ))
     }
 
@@ -293,16 +290,7 @@ impl<'t, 'n> Block<'t, 'n> {
             std::slice::from_ref(&taken)
         };
         let maybe = self.members.iter().any(|&(key, at)| {
-            !taken.contains(&key) && {
-                let end = jsonl::span(self.nodes, at).map_or(at, |n| at + n);
-                keys.contains(&key)
-                    || self
-                        .nodes
-                        .get(at..end)
-                        .unwrap_or_default()
-                        .iter()
-                        .any(|n| matches!(n, Node::String(s) if keys.contains(s)))
-            }
+            !taken.contains(&key) && jsonl::tape_wants(keys, self.nodes, key, at)
         });
         if maybe {
             let rest = self.rest(origin, taken)?;
@@ -311,37 +299,6 @@ impl<'t, 'n> Block<'t, 'n> {
             }
         }
         Some(())
-    }
-}
-
-/// The object of the members `members` (each a name and where its value is, in order), as
-/// it is left once the members `taken` are taken out of it one by one (`Map::remove`, which
-/// moves the last member into the place of the one it removes), its values built at `depth`;
-/// the taken members' values are never built. `None` to leave the fast path.
-fn rest<'a>(
-    nodes: &[Node<'_>],
-    members: impl Iterator<Item = &'a (&'a str, usize)>,
-    taken: &[&str],
-    depth: usize,
-) -> Option<Map<String, Value>> {
-    let mut left: Vec<(&str, usize)> = members.copied().collect();
-    for key in taken {
-        if let Some(i) = left.iter().position(|(k, _)| k == key) {
-            left.swap_remove(i);
-        }
-    }
-    let mut map = Map::with_capacity(left.len());
-    for (key, at) in left {
-        map.insert(key.to_owned(), value_at(nodes, at, depth)?);
-    }
-    Some(map)
-}
-
-/// The string at `nodes[at]`.
-fn str_at<'n>(nodes: &[Node<'n>], at: usize) -> Option<&'n str> {
-    match *nodes.get(at)? {
-        Node::String(s) => Some(s),
-        _ => None,
     }
 }
 
