@@ -830,34 +830,45 @@ impl Losses {
     }
 }
 
-/// Each write face's option keys (`SessionWriter::option_keys`): for the checks that a foreign
-/// read's shortcut from a line's tape makes the message its record makes (the codecs' `tape`
-/// modules' `check_line`, run by tests and the fuzz targets).
-pub(crate) fn each_writers_keys() -> impl Iterator<Item = &'static [&'static str]> {
-    crate::registry::CODECS
-        .iter()
-        .filter_map(|codec| codec.write?.writer(Layout::Mirror).option_keys())
-}
-
-/// `Err` naming `what`, the writer's `keys` and both messages where the message a shortcut made
-/// (`fast`) is not the one the record makes (`made`): compared as values and as serialized,
-/// members and their order included.
-pub(crate) fn same_message(
+/// The check of a foreign read's shortcut from a line's tape (the codecs' `tape` modules'
+/// `check_line`, run by tests and the fuzz targets): for each write face's option keys
+/// (`SessionWriter::option_keys`), `pair(keys, session, anchor)` gives the message the
+/// shortcut makes of the line, placed in `session` dated by `anchor`, and the one the line's
+/// record makes, or `None` where the shortcut does not apply. Returns how many of the reads the
+/// shortcut took; `Err` names `what`, the keys and both messages where they differ, compared as
+/// values and as serialized (members and their order included).
+pub(crate) fn check_shortcut(
+    origin: &Origin,
     what: &str,
-    keys: &[&str],
-    fast: &Message,
-    made: &Message,
-) -> Result<(), String> {
-    let (a, b) = (
-        serde_json::to_string(fast).map_err(|e| e.to_string())?,
-        serde_json::to_string(made).map_err(|e| e.to_string())?,
-    );
-    if a != b || fast != made {
-        return Err(format!(
-            "{what} mapped from its tape is not the message its record makes (keys {keys:?}):\n  tape:   {a}\n  record: {b}"
-        ));
+    mut pair: impl FnMut(
+        &'static [&'static str],
+        &SessionId,
+        &pond_canonical::Timestamp,
+    ) -> Result<Option<(Message, Message)>, String>,
+) -> Result<usize, String> {
+    let session = SessionId::from(origin.line_text("s1"));
+    let anchor = pond_canonical::Timestamp::parse(origin.line_text("2025-11-21T10:00:00.000Z"))
+        .map_err(|e| e.to_string())?;
+    let mut mapped = 0;
+    let keys = crate::registry::CODECS
+        .iter()
+        .filter_map(|codec| codec.write?.writer(Layout::Mirror).option_keys());
+    for keys in keys {
+        let Some((fast, made)) = pair(keys, &session, &anchor)? else {
+            continue;
+        };
+        let (a, b) = (
+            serde_json::to_string(&fast).map_err(|e| e.to_string())?,
+            serde_json::to_string(&made).map_err(|e| e.to_string())?,
+        );
+        if a != b || fast != made {
+            return Err(format!(
+                "{what} mapped from its tape is not the message its record makes (keys {keys:?}):\n  tape:   {a}\n  record: {b}"
+            ));
+        }
+        mapped += 1;
     }
-    Ok(())
+    Ok(mapped)
 }
 
 #[cfg(test)]

@@ -329,21 +329,17 @@ pub fn check_line(origin: &Origin, bytes: &[u8]) -> Result<usize, String> {
     if !may_map(bytes) {
         return Ok(0);
     }
-    let session = SessionId::from(origin.line_text("s1"));
-    let anchor = Timestamp::parse(origin.line_text("2025-11-21T10:00:00.000Z"))
-        .map_err(|e| e.to_string())?;
-    let mut mapped = 0;
-    for keys in crate::face::each_writers_keys() {
+    crate::face::check_shortcut(origin, "a Codex line", |keys, session, anchor| {
         let Some(fast) =
-            jsonl::on_tape_here(bytes, |nodes| message(origin, nodes, 1, &session, keys))
+            jsonl::on_tape_here(bytes, |nodes| message(origin, nodes, 1, session, keys))
         else {
-            continue;
+            return Ok(None);
         };
         let record = jsonl::record_here(origin, 1, bytes).map_err(|e| e.to_string())?;
         let id = MessageId::from(record.position());
         let mut faults = Vec::new();
         let made =
-            super::read::place_record(&session, &anchor, id, record, None, Some(keys), &mut |e| {
+            super::read::place_record(session, anchor, id, record, None, Some(keys), &mut |e| {
                 faults.push(e.to_string())
             })
             .ok_or("the record makes no message")?;
@@ -352,10 +348,8 @@ pub fn check_line(origin: &Origin, bytes: &[u8]) -> Result<usize, String> {
                 "a Codex line mapped from its tape has faults: {faults:?}"
             ));
         }
-        crate::face::same_message("a Codex line", keys, &fast, &made)?;
-        mapped += 1;
-    }
-    Ok(mapped)
+        Ok(Some((fast, made)))
+    })
 }
 
 #[cfg(test)]

@@ -327,11 +327,7 @@ pub fn check_line(origin: &Origin, bytes: &[u8]) -> Result<usize, String> {
         return Ok(0);
     };
     let (entry, _) = Entry::of_record(&whole);
-    let session = SessionId::from(origin.line_text("s1").derive(str::to_owned));
-    let anchor = Timestamp::parse(origin.line_text("2025-11-21T10:00:00.000Z"))
-        .map_err(|e| e.to_string())?;
-    let mut mapped = 0;
-    for keys in crate::face::each_writers_keys() {
+    crate::face::check_shortcut(origin, "a pi entry", |keys, session, anchor| {
         let prune = Prune {
             object: "message",
             read: MESSAGE_READS,
@@ -340,23 +336,21 @@ pub fn check_line(origin: &Origin, bytes: &[u8]) -> Result<usize, String> {
         };
         let place = Place {
             entry: &entry,
-            session: &session,
-            anchor: &anchor,
+            session,
+            anchor,
             file: "s.jsonl",
         };
         let Some(fast) = jsonl::on_tape_here(bytes, |nodes| message(origin, nodes, &place, &prune))
         else {
-            continue;
+            return Ok(None);
         };
         let record = entry_record(Some(&prune), |p| {
             jsonl::record_here_pruned(origin, 1, bytes, p)
         })
         .map_err(|e| e.to_string())?;
-        let made = map_entry(record, &entry, &session, &anchor, "s.jsonl", Some(keys));
-        crate::face::same_message("a pi entry", keys, &fast, &made)?;
-        mapped += 1;
-    }
-    Ok(mapped)
+        let made = map_entry(record, &entry, session, anchor, "s.jsonl", Some(keys));
+        Ok(Some((fast, made)))
+    })
 }
 
 #[cfg(test)]
