@@ -39,7 +39,6 @@ use pond_canonical::{
     UserPart,
 };
 use serde_json::{Map, Value, json};
-use std::borrow::Cow;
 use std::collections::{HashSet, VecDeque};
 
 /// The Claude Code version whose transcript format the foreign write produces (the `version`
@@ -276,7 +275,7 @@ fn session_uuid(session: &Session) -> String {
 
 /// A tool result waiting to be written after its call's response.
 struct Found {
-    /// The `tool_result` block's `content`, as JSON ([`result_content`], written when the
+    /// The `tool_result` block's `content`, as JSON ([`write_result_content`], written when the
     /// result came: a held copy of the result's value would be built and dropped for nothing).
     content: Vec<u8>,
     /// Whether `content` is a structured result written as its JSON text (a loss, recorded
@@ -655,9 +654,8 @@ impl Stream {
                 let (json, restructured) = match part.result.json_text() {
                     Some(text) => (text.as_bytes().to_vec(), false),
                     None => {
-                        let (content, restructured) = result_content(part.result.as_value());
                         let mut json = Vec::new();
-                        write_value(&mut json, &content);
+                        let restructured = write_result_content(&mut json, part.result.as_value());
                         (json, restructured)
                     }
                 };
@@ -1269,48 +1267,77 @@ fn file_block(f: &FilePart, at: &At<'_>, losses: &mut Losses) -> Option<Value> {
     }
 }
 
-/// `tool_result.content`: a string, or text and image blocks; anything else as JSON text, and
-/// then true (a loss, `tool_result_restructured`).
-fn result_content(result: &Value) -> (Cow<'_, Value>, bool) {
+/// `tool_result.content`, written into `out` as JSON: a string, or text and image blocks;
+/// anything else as its JSON text, and then true (a loss, `tool_result_restructured`). Written
+/// straight from the result: the blocks built as values, only to be written and dropped, were
+/// a tenth of a pi conversion into Claude Code (docs/benchmarks.md, 2026-12-06, 09:53 UTC).
+fn write_result_content(out: &mut Vec<u8>, result: &Value) -> bool {
     match result {
-        Value::String(_) => return (Cow::Borrowed(result), false),
+        Value::String(s) => {
+            write_str(out, s);
+            return false;
+        }
         Value::Array(items) => {
-            let blocks: Option<Vec<Value>> = items.iter().map(result_block).collect();
-            if let Some(blocks) = blocks {
-                return (Cow::Owned(Value::Array(blocks)), false);
+            let start = out.len();
+            out.push(b'[');
+            let whole = items.iter().enumerate().all(|(i, item)| {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_result_block(out, item).is_some()
+            });
+            if whole {
+                out.push(b']');
+                return false;
             }
+            out.truncate(start);
         }
         _ => {}
     }
-    (Cow::Owned(Value::String(result.to_string())), true)
+    write_str(out, &result.to_string());
+    true
 }
 
-/// One item of a result array as a Claude `tool_result` content block, if it has one.
-fn result_block(item: &Value) -> Option<Value> {
+/// One item of a result array written as a Claude `tool_result` content block; `None`, with
+/// part of it perhaps written, if it has none.
+fn write_result_block(out: &mut Vec<u8>, item: &Value) -> Option<()> {
     if let Value::String(s) = item {
-        return Some(json!({"type": "text", "text": s}));
+        text_block(out, s);
+        return Some(());
     }
-    let kind = item.get("type")?.as_str()?;
-    match kind {
-        "text" | "input_text" | "output_text" => {
-            Some(json!({"type": "text", "text": item.get("text")?.as_str()?}))
-        }
+    match item.get("type")?.as_str()? {
+        "text" | "input_text" | "output_text" => text_block(out, item.get("text")?.as_str()?),
         "input_image" => {
             let url = item.get("image_url")?.as_str()?;
             let rest = url.strip_prefix("data:")?;
             let (media, data) = rest.split_once(";base64,")?;
-            Some(
-                json!({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}),
-            )
+            image_block(out, media, data);
         }
-        "image" if item.get("source").is_some() => Some(item.clone()),
-        "image" => Some(json!({"type": "image", "source": {
-            "type": "base64",
-            "media_type": item.get("mimeType")?.as_str()?,
-            "data": item.get("data")?.as_str()?,
-        }})),
-        _ => None,
+        "image" if item.get("source").is_some() => write_value(out, item),
+        "image" => image_block(
+            out,
+            item.get("mimeType")?.as_str()?,
+            item.get("data")?.as_str()?,
+        ),
+        _ => return None,
     }
+    Some(())
+}
+
+/// `{"type":"text","text":TEXT}`.
+fn text_block(out: &mut Vec<u8>, text: &str) {
+    out.extend_from_slice(br#"{"type":"text","text":"#);
+    write_str(out, text);
+    out.push(b'}');
+}
+
+/// `{"type":"image","source":{"type":"base64","media_type":MEDIA,"data":DATA}}`.
+fn image_block(out: &mut Vec<u8>, media: &str, data: &str) {
+    out.extend_from_slice(br#"{"type":"image","source":{"type":"base64","media_type":"#);
+    write_str(out, media);
+    out.extend_from_slice(br#","data":"#);
+    write_str(out, data);
+    out.extend_from_slice(b"}}");
 }
 
 /// The keys a foreign write looks for in a message's options ([`find_model`], and
@@ -1478,5 +1505,60 @@ mod tests {
     fn a_member_named_twice_leaves_the_line_to_its_message() {
         let line = r#"{"type":"x","payload":{"model":"a","model":"b"}}"#;
         assert_eq!(both(line), (None, Some("b".to_owned())));
+    }
+
+    #[test]
+    fn a_tool_result_is_written_as_its_blocks_or_else_as_its_json_text() {
+        let written = |result: Value| {
+            let mut out = b"[prefix]".to_vec();
+            let restructured = write_result_content(&mut out, &result);
+            (String::from_utf8(out).unwrap(), restructured)
+        };
+        let text = |t: &str| format!(r#"{{"type":"text","text":{t}}}"#);
+        let image =
+            r#"{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}"#;
+        assert_eq!(
+            written(json!("a \"quoted\" line")),
+            (r#"[prefix]"a \"quoted\" line""#.to_owned(), false)
+        );
+        let blocks = json!([
+            "plain",
+            {"type": "text", "text": "t", "extra": 1},
+            {"type": "input_text", "text": "i"},
+            {"type": "output_text", "text": "o\n"},
+            {"type": "input_image", "image_url": "data:image/png;base64,AA=="},
+            {"type": "image", "mimeType": "image/png", "data": "AA=="},
+            {"type": "image", "source": {"data": "kept", "type": "url"}},
+        ]);
+        let expected = [
+            text(r#""plain""#),
+            text(r#""t""#),
+            text(r#""i""#),
+            text(r#""o\n""#),
+            image.to_owned(),
+            image.to_owned(),
+            r#"{"type":"image","source":{"data":"kept","type":"url"}}"#.to_owned(),
+        ];
+        assert_eq!(
+            written(blocks),
+            (format!("[prefix][{}]", expected.join(",")), false)
+        );
+        assert_eq!(written(json!([])), ("[prefix][]".to_owned(), false));
+        // One item without a block (here the last, after blocks written): the whole result is
+        // its JSON text, and nothing of the blocks stays.
+        for result in [
+            json!([{"type": "text", "text": "t"}, {"type": "input_image", "image_url": "https://x"}]),
+            json!([{"type": "text", "text": 1}]),
+            json!([{"type": "audio"}]),
+            json!({"type": "text", "text": "an object"}),
+            json!(7),
+        ] {
+            let mut json_text = b"[prefix]".to_vec();
+            jsonl::write_str(&mut json_text, &result.to_string());
+            assert_eq!(
+                written(result),
+                (String::from_utf8(json_text).unwrap(), true)
+            );
+        }
     }
 }

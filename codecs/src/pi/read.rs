@@ -597,8 +597,20 @@ fn entry_time(record: &Record<'_>, anchor: &Timestamp) -> Timestamp {
         .unwrap_or_else(|| anchor.clone())
 }
 
-/// Marks where the message sits in its file, for the native write.
-pub(super) fn mark_source(message: &mut Message, file: &str, entry: &Entry) {
+/// Marks where the message sits in its file, for the native write. A foreign write
+/// (`foreign`: a writer's option keys given) reads no place, as none of its keys occurs in one;
+/// it asks only whether the options are empty (the Codex writer's `source_options` loss), and
+/// the place makes them never so. There an empty `source` stands in for it where nothing else
+/// is in the options: building the place was 5% of a pi conversion into Claude Code
+/// (docs/benchmarks.md, 2026-12-06, 09:53 UTC).
+pub(super) fn mark_source(message: &mut Message, file: &str, entry: &Entry, foreign: bool) {
+    if foreign {
+        let options = message.options_mut();
+        if options.is_empty() {
+            options.insert("source".into(), Value::Object(Map::new()));
+        }
+        return;
+    }
     let source = options_ns(message.options_mut(), "source");
     source.insert("file".into(), Value::from(file));
     source.insert("line".into(), Value::from(entry.line));
@@ -625,7 +637,7 @@ pub(super) fn map_entry(
 ) -> Message {
     let timestamp = entry_time(&record, anchor);
     let mut message = map_record(record, &entry.id, session, timestamp, wanted);
-    mark_source(&mut message, file, entry);
+    mark_source(&mut message, file, entry, wanted.is_some());
     message
 }
 

@@ -215,7 +215,7 @@ pub(super) fn message(
         None
     };
     put_leftovers(&mut message, entry, msg, Vec::new(), content_string);
-    mark_source(&mut message, place.file, place.entry);
+    mark_source(&mut message, place.file, place.entry, true);
     Some(message)
 }
 
