@@ -27,6 +27,12 @@ pub(crate) fn members_name_any<'a>(
     mut members: impl Iterator<Item = (&'a str, &'a Value)>,
     keys: &[&str],
 ) -> bool {
+    members.any(|(k, v)| member_names_any(k, v, keys))
+}
+
+/// Whether the member `key` of value `value` names one of `keys` ([`names_any`] of an object
+/// of that member alone).
+fn member_names_any(key: &str, value: &Value, keys: &[&str]) -> bool {
     fn within(value: &Value, keys: &[&str]) -> bool {
         match value {
             Value::String(s) => keys.contains(&s.as_str()),
@@ -35,7 +41,15 @@ pub(crate) fn members_name_any<'a>(
             _ => false,
         }
     }
-    members.any(|(k, v)| keys.contains(&k) || within(v, keys))
+    keys.contains(&key) || within(value, keys)
+}
+
+/// The members of `map` that name one of `keys` ([`names_any`]), in their order: what a foreign
+/// writer that looks for `keys` alone can find in a message's leftovers, which it finds the same
+/// in them as in the whole ([`find_str`] and the writers' other searches look for a key at any
+/// depth, and a member without one holds none).
+pub(crate) fn keep_named(map: &mut Map<String, Value>, keys: &[&str]) {
+    map.retain(|k, v| member_names_any(k, v, keys));
 }
 
 /// [`names_any`] of what a record has left ([`Record::into_rest`] would give).

@@ -300,7 +300,7 @@ impl<'t, 'n> Members<'t, 'n> {
 
     /// The object left once the members `taken` are taken out of it ([`jsonl::tape_rest`]).
     fn rest(&self, taken: &[&str], depth: usize) -> Option<Map<String, Value>> {
-        jsonl::tape_rest(self.nodes, self.members.iter(), taken, depth)
+        jsonl::tape_rest(self.nodes, self.members.iter(), taken, depth, |_, _| true)
     }
 }
 

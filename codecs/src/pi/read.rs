@@ -800,7 +800,17 @@ fn map_record(
     let entry = (kind == "compaction"
         || wanted.is_none_or(|keys| crate::discover::rest_names_any(&rec, keys)))
     .then(|| rec.into_rest());
-    let msg = kept.message.filter(|msg| wants(msg.get()));
+    let msg = kept
+        .message
+        .filter(|msg| wants(msg.get()))
+        .map(|msg| match wanted {
+            // Of a foreign write's leftovers, only the members its writer can find a key in.
+            Some(keys) => msg.derive(|mut msg| {
+                crate::discover::keep_named(&mut msg, keys);
+                msg
+            }),
+            None => msg,
+        });
     put_leftovers(&mut message, entry, msg, kept.unmapped, kept.content_string);
     message
 }
@@ -1082,5 +1092,42 @@ mod tests {
             };
             assert_eq!(kinds(a), kinds(b));
         }
+    }
+
+    #[test]
+    fn a_foreign_read_keeps_of_a_message_only_the_members_its_writer_finds_a_key_in() {
+        let whole = messages(None);
+        let pruned = messages(Some(&["model"]));
+        let options = |m: &Message| Value::Object(m.options().clone());
+        // The native read: the message's leftovers and the entry's place in its file.
+        assert_eq!(
+            options(&whole[1])[NAME]["message"],
+            serde_json::json!({"role": "assistant", "model": "m", "provider": "p"})
+        );
+        assert_eq!(options(&whole[1])["source"]["line"], 3);
+        assert_eq!(options(&whole[0])["source"]["file"], "s.jsonl");
+        // A foreign read: of the leftovers, only the member the writer can find its key in; no
+        // place, which no foreign writer reads; and the options of a message with nothing
+        // else still not empty (the Codex writer's `source_options` loss asks only that).
+        assert_eq!(
+            options(&pruned[1]),
+            serde_json::json!({NAME: {"message": {"model": "m"}}})
+        );
+        assert_eq!(options(&pruned[0]), serde_json::json!({"source": {}}));
+        // A member that holds the key deeper is kept whole, beside it the others are not.
+        let nested = ASSISTANT.replace(
+            r#""provider":"p""#,
+            r#""provider":"p","usage":{"input":1},"meta":{"by":{"model":"x"},"n":2}"#,
+        );
+        assert_ne!(nested, ASSISTANT);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, [HEADER, USER, &nested].join("\n") + "\n").unwrap();
+        let origin = Origin::new(NAME, &path, "s.jsonl");
+        let read = crate::face::messages_read(&PiReader, &origin, Some(&["model"]));
+        assert_eq!(
+            options(&read[1])[NAME]["message"],
+            serde_json::json!({"model": "m", "meta": {"by": {"model": "x"}, "n": 2}})
+        );
     }
 }

@@ -188,8 +188,13 @@ pub(super) fn message(
         let built = members
             .iter()
             .filter(|&&(key, at)| prune.read.contains(&key) || wants(prune, nodes, key, at));
-        let map = extracted(origin, jsonl::tape_rest(nodes, built, taken, 2)?);
-        names_any(map.get(), keys).then_some(map)
+        // Of the leftovers, only the members the writer can find a key in are kept (as
+        // `map_record` keeps them): one where no key may occur is never built.
+        let mut map = jsonl::tape_rest(nodes, built, taken, 2, |key, at| {
+            wants(prune, nodes, key, at)
+        })?;
+        crate::discover::keep_named(&mut map, keys);
+        (!map.is_empty()).then(|| extracted(origin, map))
     } else {
         None
     };
@@ -270,7 +275,7 @@ impl<'t, 'n> Block<'t, 'n> {
     fn rest(&self, origin: &Origin, taken: &[&str]) -> Option<Extracted<Map<String, Value>>> {
         Some(extracted(
             origin,
-            jsonl::tape_rest(self.nodes, self.members.iter(), taken, 4)?,
+            jsonl::tape_rest(self.nodes, self.members.iter(), taken, 4, |_, _| true)?,
         ))
     }
 
@@ -388,6 +393,9 @@ mod tests {
             r#"{"role":"toolResult","toolCallId":3,"content":[]}"#,
             r#"{"role":"toolResult","toolCallId":"c1"}"#,
             r#"{"role":"bashExecution","command":"ls","output":"a"}"#,
+            // A leftover where a key occurs only in a member named twice, which the built
+            // value holds once (the later): the member is not kept.
+            r#"{"role":"assistant","content":[],"meta":{"k":{"z":"model"},"k":1},"model":"m"}"#,
         ]
         .iter()
         .map(|m| entry(m))
@@ -431,7 +439,7 @@ mod tests {
         assert_eq!(
             mapped,
             [
-                4, 4, 4, 0, 0, 0, 0, 0, 4, 4, 0, 0, 0, 4, 4, 4, 0, 0, 0, 4, 4, 4, 4, 0
+                4, 4, 4, 0, 0, 0, 0, 0, 4, 4, 0, 0, 0, 4, 4, 4, 0, 0, 0, 4, 4, 4, 4, 4, 0
             ]
         );
     }
