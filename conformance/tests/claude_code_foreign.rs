@@ -271,3 +271,93 @@ fn golden_codex_image_toolcall_compaction() {
             .join("generated-codex-0.169.0/exec-image-toolcall-resume-compaction.jsonl"),
     );
 }
+
+/// A tool call's id as Claude Code takes it: an id of `[A-Za-z0-9_-]` as it is; any other
+/// character as `_`; an id taken already gets `_2`, `_3`, ... (recorded as a loss); each result
+/// follows its call's new id. And a result's text and image blocks are Claude's blocks, any
+/// other result its JSON text (recorded as a loss).
+#[test]
+fn call_ids_and_results_are_written_as_claude_takes_them() {
+    let dir = tempdir_for("claude-call-ids").expect("temp dir");
+    let path = dir.join("s.jsonl");
+    let header = r#"{"type":"session","version":3,"id":"0f5e3c2a-1111-4222-8333-444455556666","timestamp":"2025-11-21T10:00:00.000Z","cwd":"/w"}"#;
+    let mut lines = vec![header.to_owned()];
+    let calls = [
+        ("call_1|fc_2", r#"[{"type":"text","text":"a"}]"#),
+        (
+            "call_1_fc_2",
+            r#"[{"type":"text","text":"b"},{"type":"image","data":"AA==","mimeType":"image/png"}]"#,
+        ),
+        ("call.1.fc.2", r#"[{"type":"audio","data":"x"}]"#),
+        ("toolu_01-ok", r#""plain""#),
+    ];
+    let mut parent = "null".to_owned();
+    for (i, (call, content)) in calls.iter().enumerate() {
+        let (a, r) = (format!("a{i}"), format!("r{i}"));
+        lines.push(format!(
+            r#"{{"type":"message","id":"{a}","parentId":{parent},"timestamp":"2025-11-21T10:00:0{i}.000Z","message":{{"role":"assistant","content":[{{"type":"toolCall","id":"{call}","name":"ls","arguments":{{}}}}],"provider":"p","model":"m"}}}}"#
+        ));
+        lines.push(format!(
+            r#"{{"type":"message","id":"{r}","parentId":"{a}","timestamp":"2025-11-21T10:00:0{i}.500Z","message":{{"role":"toolResult","toolCallId":"{call}","toolName":"ls","content":{content},"isError":false}}}}"#
+        ));
+        parent = format!("\"{r}\"");
+    }
+    std::fs::write(&path, lines.join("\n") + "\n").expect("pi file");
+    let reader = pond_codecs::pi::CODEC.read.expect("pi reads");
+    let sources = reader.discover(&path).expect("discovers");
+    let c = convert_one(
+        &pond_codecs::pi::CODEC,
+        &claude_code::CODEC,
+        &sources[0],
+        Layout::Mirror,
+    )
+    .expect("converts");
+    assert!(c.invalid.is_empty(), "{:?}", c.invalid);
+    let [(_, bytes)] = c.out.files.iter().collect::<Vec<_>>()[..] else {
+        panic!("{:?}", c.out.files.keys());
+    };
+    let records: Vec<serde_json::Value> = String::from_utf8(bytes.clone())
+        .expect("UTF-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let blocks = |kind: &str| -> Vec<serde_json::Value> {
+        records
+            .iter()
+            .filter_map(|r| r["message"]["content"].as_array())
+            .flatten()
+            .filter(|b| b["type"] == kind)
+            .cloned()
+            .collect()
+    };
+    let ids: Vec<_> = blocks("tool_use").iter().map(|b| b["id"].clone()).collect();
+    assert_eq!(
+        ids,
+        [
+            "call_1_fc_2",
+            "call_1_fc_2_2",
+            "call_1_fc_2_3",
+            "toolu_01-ok"
+        ]
+    );
+    let results = blocks("tool_result");
+    let answered: Vec<_> = results.iter().map(|b| b["tool_use_id"].clone()).collect();
+    assert_eq!(answered, ids);
+    assert_eq!(
+        results[0]["content"],
+        serde_json::json!([{"type": "text", "text": "a"}])
+    );
+    assert_eq!(
+        results[1]["content"],
+        serde_json::json!([{"type": "text", "text": "b"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}])
+    );
+    assert_eq!(results[2]["content"], r#"[{"type":"audio","data":"x"}]"#);
+    assert_eq!(results[3]["content"], "plain");
+    let losses = &c.summary.losses;
+    for kind in ["tool_call_id_rewritten", "tool_result_restructured"] {
+        assert!(losses.kinds.contains_key(kind), "{kind}: {losses:#?}");
+    }
+    assert_eq!(losses.kinds["tool_call_id_rewritten"].count, 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}

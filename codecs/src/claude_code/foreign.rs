@@ -129,7 +129,7 @@ impl ForeignWriter {
             },
             lines: 0,
             prev: None,
-            model: find_model(&session.options, 4),
+            model: find_model(&session.options, 4).map(str::to_owned),
             queue: VecDeque::new(),
             call_ids: crate::LookupSet::default(),
             buf: Vec::new(),
@@ -554,8 +554,10 @@ impl Stream {
     }
 
     fn message(&mut self, m: &Message, losses: &mut Losses) {
-        if let Some(model) = find_model(m.options(), 4) {
-            self.model = Some(model);
+        if let Some(model) = find_model(m.options(), 4)
+            && self.model.as_deref() != Some(model)
+        {
+            self.model = Some(model.to_owned());
         }
         if let Some(kept) = &mut self.kept {
             KeptLines::push(&mut kept.messages, crate::digest::hash128(m.id().as_str()));
@@ -1113,24 +1115,32 @@ impl Stream {
     /// A tool_use id Claude accepts (`[A-Za-z0-9_-]+`, unique in the session).
     /// (`message`: the id of the message the call is in, which a loss names.)
     fn call_id(&mut self, call: &str, message: &str, losses: &mut Losses) -> String {
-        let mut id: String = call
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        // Most ids are already of the letters Claude takes.
+        let valid = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
+        let mut id: String = if call.bytes().all(valid) {
+            call.to_owned()
+        } else {
+            call.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect()
+        };
         if id.is_empty() {
             id = format!("toolu_{}", hex_id(call, 24));
         }
-        let base = id.clone();
-        let mut n = 1;
-        while self.call_ids.contains(&id) {
-            n += 1;
+        if self.call_ids.contains(&id) {
+            let base = id.clone();
+            let mut n = 2;
             id = format!("{base}_{n}");
+            while self.call_ids.contains(&id) {
+                n += 1;
+                id = format!("{base}_{n}");
+            }
         }
         if id != call {
             losses.record(
@@ -1397,7 +1407,7 @@ fn names_a_model_key(line: &[u8]) -> bool {
 
 /// The model an options bag names (`model`, `modelID`, `modelId`, or a `model` object holding
 /// one), searched to `depth` levels.
-fn find_model(obj: &Map<String, Value>, depth: usize) -> Option<String> {
+fn find_model(obj: &Map<String, Value>, depth: usize) -> Option<&str> {
     // One pass over the members (options are small maps; see `discover::find_str`).
     let mut named = [None; 3];
     for (k, v) in obj {
@@ -1410,7 +1420,7 @@ fn find_model(obj: &Map<String, Value>, depth: usize) -> Option<String> {
     }
     for value in named {
         match value {
-            Some(Value::String(s)) if !s.trim().is_empty() => return Some(s.clone()),
+            Some(Value::String(s)) if !s.trim().is_empty() => return Some(s),
             Some(Value::Object(inner)) => {
                 if let Some(m) = find_model(inner, 1) {
                     return Some(m);
@@ -1481,7 +1491,10 @@ mod tests {
         let on_tape = jsonl::on_tape_here(line.as_bytes(), |nodes| tape_model(nodes, 0, 2));
         let record: Value = serde_json::from_str(line).unwrap();
         let options = json!({"source": {"record": record}});
-        (on_tape, find_model(options.as_object().unwrap(), 4))
+        (
+            on_tape,
+            find_model(options.as_object().unwrap(), 4).map(str::to_owned),
+        )
     }
 
     #[test]

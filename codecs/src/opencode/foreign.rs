@@ -118,28 +118,30 @@ pub(crate) fn output_text(v: &Value, losses: &mut Losses, at: At<'_>) -> String 
     match v {
         Value::String(s) => s.clone(),
         Value::Array(items) => {
-            let mut texts = Vec::new();
-            for item in items {
-                match item {
-                    Value::String(s) => texts.push(s.clone()),
-                    Value::Object(o) if o.get("text").and_then(Value::as_str).is_some() => texts
-                        .push(
-                            o.get("text")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_owned(),
-                        ),
-                    other => {
+            // The texts joined by line breaks, each copied once.
+            let mut text = String::new();
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    text.push('\n');
+                }
+                let block_text = match item {
+                    Value::Object(o) => o.get("text").and_then(Value::as_str),
+                    _ => None,
+                };
+                match (item, block_text) {
+                    (Value::String(s), _) => text.push_str(s),
+                    (_, Some(t)) => text.push_str(t),
+                    (other, None) => {
                         losses.record(
                             "tool_output_structured",
                             at,
                             "a non-text block of a tool result was written as JSON text",
                         );
-                        texts.push(other.to_string());
+                        text.push_str(&other.to_string());
                     }
                 }
             }
-            texts.join("\n")
+            text
         }
         Value::Null => String::new(),
         other => other.to_string(),
@@ -1254,6 +1256,33 @@ fn running(p: &PartOut) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_output_is_its_texts_joined_by_line_breaks() {
+        let mut losses = Losses::default();
+        let at = At::new("s", "m");
+        let text = |v: Value, losses: &mut Losses| output_text(&v, losses, at);
+        assert_eq!(text(json!("one"), &mut losses), "one");
+        assert_eq!(text(json!(null), &mut losses), "");
+        assert_eq!(text(json!(7), &mut losses), "7");
+        assert_eq!(
+            text(
+                json!(["a", {"type": "text", "text": "b\nc"}, "d"]),
+                &mut losses
+            ),
+            "a\nb\nc\nd"
+        );
+        assert!(losses.kinds.is_empty(), "{losses:?}");
+        // A block with no text is written as its JSON text, in its place, and recorded.
+        assert_eq!(
+            text(
+                json!([{"type": "image", "data": "x"}, {"text": 1}, "e"]),
+                &mut losses
+            ),
+            "{\"type\":\"image\",\"data\":\"x\"}\n{\"text\":1}\ne"
+        );
+        assert_eq!(losses.kinds["tool_output_structured"].count, 2);
+    }
 
     /// The id as first written: one 128-bit division by 62 per digit.
     fn oc_id_by_division(prefix: &str, n: u128, seed: &str) -> String {
