@@ -65,20 +65,33 @@ pub(crate) fn rest_names_any(record: &pond_canonical::Record<'_>, keys: &[&str])
 /// (reasoning's encrypted content and all) cost more than writing the message. Each object's
 /// members are compared with `keys` in one pass (the earlier of `keys` wins), not looked up
 /// one key at a time: options are maps of a few members, where a SipHash per key costs more.
+/// Each level is walked from the top again rather than queued (the objects of a level come in
+/// the order a queue gives them): no allocation, where a queue per level was most of the cost.
 pub(crate) fn find_str<'a>(o: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
-    let mut level = vec![o];
-    for _ in 0..4 {
-        let mut next = Vec::new();
-        for o in level {
-            if let Some(s) = first_str(o, keys) {
-                return Some(s);
-            }
-            next.extend(o.values().filter_map(Value::as_object));
+    /// The first string of the objects `depth` levels below `o`, in order; `reached` is set
+    /// when there is any object at that depth.
+    fn at_depth<'a>(
+        o: &'a Map<String, Value>,
+        keys: &[&str],
+        depth: usize,
+        reached: &mut bool,
+    ) -> Option<&'a str> {
+        if depth == 0 {
+            *reached = true;
+            return first_str(o, keys);
         }
-        if next.is_empty() {
+        o.values()
+            .filter_map(Value::as_object)
+            .find_map(|inner| at_depth(inner, keys, depth - 1, reached))
+    }
+    for depth in 0..4 {
+        let mut reached = false;
+        if let Some(s) = at_depth(o, keys, depth, &mut reached) {
+            return Some(s);
+        }
+        if !reached {
             break;
         }
-        level = next;
     }
     None
 }
@@ -172,5 +185,64 @@ mod tests {
             "a member's name deep within"
         );
         assert!(!rest_names_any(&record, &["absent", "modelId"]));
+    }
+
+    /// `find_str` as it was written first: a queue of the objects of each level.
+    fn find_str_queued<'a>(o: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
+        let mut level = vec![o];
+        for _ in 0..4 {
+            let mut next = Vec::new();
+            for o in level {
+                if let Some(s) = first_str(o, keys) {
+                    return Some(s);
+                }
+                next.extend(o.values().filter_map(Value::as_object));
+            }
+            if next.is_empty() {
+                break;
+            }
+            level = next;
+        }
+        None
+    }
+
+    #[test]
+    fn a_search_by_levels_finds_what_a_queue_of_levels_finds() {
+        let mut state = 0x853c_49e6_748f_ea9bu64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n) as usize
+        };
+        const NAMES: [&str; 6] = ["model", "modelID", "provider", "a", "b", "usage"];
+        fn object(next: &mut dyn FnMut(u64) -> usize, depth: usize) -> Map<String, Value> {
+            let mut o = Map::new();
+            for _ in 0..next(5) {
+                let name = NAMES[next(NAMES.len() as u64)];
+                let value = match next(6) {
+                    0 | 1 if depth < 6 => Value::Object(object(next, depth + 1)),
+                    2 => Value::from(""),
+                    3 => Value::from(7),
+                    _ => Value::from(format!("v{}", next(100))),
+                };
+                o.insert(name.to_owned(), value);
+            }
+            o
+        }
+        let mut found = 0;
+        for _ in 0..20_000 {
+            let o = object(&mut next, 0);
+            for keys in [
+                &["model", "modelID"][..],
+                &["provider"],
+                &["modelID", "model"],
+            ] {
+                let queued = find_str_queued(&o, keys);
+                assert_eq!(find_str(&o, keys), queued, "{o:?} {keys:?}");
+                found += usize::from(queued.is_some());
+            }
+        }
+        assert!(found > 10_000, "{found}");
     }
 }
