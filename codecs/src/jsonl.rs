@@ -2212,7 +2212,7 @@ impl<'a> PrettyObject<'a> {
         // The usual member (a writer's literal key, at most 16 levels deep): the comma, the line
         // break and indent, and the quoted key are put together on the stack, then copied in
         // one piece; written piece by piece, each with its own check of room, a key took 145
-        // instructions, now 100 (docs/benchmarks.md, 2026-12-06, 09:53 UTC).
+        // instructions, now 117 (docs/benchmarks.md, 2026-12-06, 09:53 UTC).
         const ROOM: usize = 96;
         if depth <= 16 && k.len() <= ROOM - 38 && !short_needs_escape(k) {
             let mut piece = [b' '; ROOM];

@@ -1280,7 +1280,8 @@ fn file_block(f: &FilePart, at: &At<'_>, losses: &mut Losses) -> Option<Value> {
 /// `tool_result.content`, written into `out` as JSON: a string, or text and image blocks;
 /// anything else as its JSON text, and then true (a loss, `tool_result_restructured`). Written
 /// straight from the result: the blocks built as values, only to be written and dropped, were
-/// a tenth of a pi conversion into Claude Code (docs/benchmarks.md, 2026-12-06, 09:53 UTC).
+/// 2% of a pi conversion's instructions into Claude Code (docs/benchmarks.md, 2026-12-06,
+/// 09:53 UTC).
 fn write_result_content(out: &mut Vec<u8>, result: &Value) -> bool {
     match result {
         Value::String(s) => {
