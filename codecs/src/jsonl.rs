@@ -1881,14 +1881,15 @@ fn marks16<const CONTROL: bool>(chunk: &[u8; 16]) -> u32 {
     })
 }
 
-/// The places of `"` and `\\` in 64 bytes, and with `CONTROL` of the control bytes too (the
-/// bytes a JSON string escapes), as the bits of a mask (bit i: byte i): [`marks16`] of each 16.
+/// The places of `"`, `\\` and the control bytes (the bytes a JSON string escapes) in 64 bytes,
+/// as the bits of a mask (bit i: byte i): [`marks16`] of each 16, for the writer (the walk
+/// takes quotes and backslashes apart, [`quotes_and_backslashes`]).
 #[inline(always)]
-fn marks<const CONTROL: bool>(block: &[u8; 64]) -> u64 {
+fn marks(block: &[u8; 64]) -> u64 {
     let mut mask = 0u64;
     for (i, chunk) in block.chunks_exact(16).enumerate() {
         let chunk: &[u8; 16] = chunk.try_into().expect("16 bytes");
-        mask |= u64::from(marks16::<CONTROL>(chunk)) << (16 * i);
+        mask |= u64::from(marks16::<true>(chunk)) << (16 * i);
     }
     mask
 }
@@ -2037,7 +2038,7 @@ fn escape_block(out: &mut Vec<u8>, block: &[u8; 128], n: usize) {
     debug_assert!(n <= 64);
     let head: &[u8; 64] = block[..64].try_into().expect("64 bytes");
     let first_n = if n >= 64 { u64::MAX } else { (1 << n) - 1 };
-    let mut hits = marks::<true>(head) & first_n;
+    let mut hits = marks(head) & first_n;
     // An escape is at most 6 bytes, and a copy writes at most 64 past where it starts.
     out.reserve(n * 6 + 64);
     let mut len = out.len();

@@ -273,7 +273,7 @@ fn golden_codex_image_toolcall_compaction() {
 }
 
 /// A tool call's id as Claude Code takes it: an id of `[A-Za-z0-9_-]` as it is; any other
-/// character as `_`; an id taken already gets `_2`, `_3`, ... (recorded as a loss); each result
+/// character (one outside ASCII too) as `_`; an id taken already gets `_2`, `_3`, ... (recorded as a loss); each result
 /// follows its call's new id. And a result's text and image blocks are Claude's blocks, any
 /// other result its JSON text (recorded as a loss).
 #[test]
@@ -290,6 +290,7 @@ fn call_ids_and_results_are_written_as_claude_takes_them() {
         ),
         ("call.1.fc.2", r#"[{"type":"audio","data":"x"}]"#),
         ("toolu_01-ok", r#""plain""#),
+        ("réf", r#""x""#),
     ];
     let mut parent = "null".to_owned();
     for (i, (call, content)) in calls.iter().enumerate() {
@@ -337,7 +338,8 @@ fn call_ids_and_results_are_written_as_claude_takes_them() {
             "call_1_fc_2",
             "call_1_fc_2_2",
             "call_1_fc_2_3",
-            "toolu_01-ok"
+            "toolu_01-ok",
+            "r_f"
         ]
     );
     let results = blocks("tool_result");
@@ -354,10 +356,11 @@ fn call_ids_and_results_are_written_as_claude_takes_them() {
     );
     assert_eq!(results[2]["content"], r#"[{"type":"audio","data":"x"}]"#);
     assert_eq!(results[3]["content"], "plain");
+    assert_eq!(results[4]["content"], "x");
     let losses = &c.summary.losses;
     for kind in ["tool_call_id_rewritten", "tool_result_restructured"] {
         assert!(losses.kinds.contains_key(kind), "{kind}: {losses:#?}");
     }
-    assert_eq!(losses.kinds["tool_call_id_rewritten"].count, 3);
+    assert_eq!(losses.kinds["tool_call_id_rewritten"].count, 4);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1121,12 +1121,9 @@ impl Stream {
             call.to_owned()
         } else {
             call.chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                        c
-                    } else {
-                        '_'
-                    }
+                .map(|c| match u8::try_from(c) {
+                    Ok(b) if valid(b) => c,
+                    _ => '_',
                 })
                 .collect()
         };
