@@ -83,14 +83,6 @@ impl Timestamp {
     /// The instant `text` names, in microseconds since the Unix epoch (no copy of the text: a
     /// survey checks every line's timestamp and keeps none).
     fn micros_of(text: &str) -> Result<i64, TimestampError> {
-        match Self::micros_of_millis_utc(text.as_bytes()) {
-            Some(micros) => Ok(micros),
-            None => Self::micros_of_any(text),
-        }
-    }
-
-    /// [`Self::micros_of`] of any RFC 3339 text.
-    fn micros_of_any(text: &str) -> Result<i64, TimestampError> {
         let err = |reason| TimestampError {
             text: text.chars().take(64).collect(),
             reason,
@@ -163,43 +155,6 @@ impl Timestamp {
         let days = days_from_civil(year, month, day);
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second.min(59) - offset_seconds;
         Ok(seconds * 1_000_000 + frac_micros)
-    }
-}
-
-impl Timestamp {
-    /// [`Self::micros_of`] of the form most harnesses write (JavaScript's `toISOString`:
-    /// `2025-11-20T23:33:01.550Z`), read in one pass over its 24 bytes; `None` for any other
-    /// text, which the general reading takes (a conversion reads a timestamp per message, and
-    /// the general reading was a tenth of a pi entry's mapping).
-    fn micros_of_millis_utc(b: &[u8]) -> Option<i64> {
-        let b: &[u8; 24] = b.try_into().ok()?;
-        const SHAPE: &[u8; 24] = b"0000-00-00T00:00:00.000Z";
-        let mut digits = [0i64; 24];
-        for (i, (&c, &shape)) in b.iter().zip(SHAPE).enumerate() {
-            if shape == b'0' {
-                if !c.is_ascii_digit() {
-                    return None;
-                }
-                digits[i] = i64::from(c - b'0');
-            } else if c != shape {
-                return None;
-            }
-        }
-        let n = |from: usize, to: usize| digits[from..to].iter().fold(0, |n, d| n * 10 + d);
-        let (year, month, day) = (n(0, 4), n(5, 7), n(8, 10));
-        let (hour, minute, second) = (n(11, 13), n(14, 16), n(17, 19));
-        if !(1..=12).contains(&month)
-            || day < 1
-            || day > days_in_month(year, month)
-            || hour > 23
-            || minute > 59
-            || second > 59
-        {
-            return None;
-        }
-        let days = days_from_civil(year, month, day);
-        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second;
-        Some(seconds * 1_000_000 + n(20, 23) * 1000)
     }
 }
 
@@ -351,71 +306,6 @@ mod tests {
         ] {
             assert!(Timestamp::parse_str(bad).is_err(), "{bad:?} accepted");
         }
-    }
-
-    /// The one-pass reading of `toISOString`'s form gives what the general reading gives, for
-    /// every text it takes; it takes that form's valid texts and leaves every other to it.
-    #[test]
-    fn the_millisecond_form_is_read_as_any_rfc3339_text_is() {
-        let mut taken = 0;
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
-        for _ in 0..50_000 {
-            let mut text = format!(
-                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-                next(10_000),
-                next(14),
-                next(33),
-                next(26),
-                next(62),
-                next(62),
-                next(1000)
-            )
-            .into_bytes();
-            // Now and then a byte out of place.
-            if next(4) == 0 {
-                let at = next(24) as usize;
-                text[at] = b"0Z:-T.9ztx+"[next(11) as usize];
-            }
-            let text = String::from_utf8(text).unwrap();
-            let general = Timestamp::micros_of_any(&text).ok();
-            match Timestamp::micros_of_millis_utc(text.as_bytes()) {
-                Some(micros) => {
-                    assert_eq!(Some(micros), general, "{text}");
-                    taken += 1;
-                }
-                // Left to the general reading: a text it refuses, or a form of its own (a
-                // leap second, a lower-case `z` or `t`).
-                None => assert!(
-                    general.is_none()
-                        || text.contains(":60.")
-                        || text.ends_with('z')
-                        || text.as_bytes()[10] == b't',
-                    "{text}"
-                ),
-            }
-        }
-        assert!(taken > 10_000, "{taken}");
-        for (text, micros) in [
-            ("2024-02-29T23:59:59.999Z", 1_709_251_199_999_000),
-            ("1970-01-01T00:00:00.000Z", 0),
-            ("0000-03-01T00:00:00.000Z", -62_162_035_200_000_000),
-        ] {
-            assert_eq!(
-                Timestamp::micros_of_millis_utc(text.as_bytes()),
-                Some(micros)
-            );
-            assert_eq!(Timestamp::micros_of_any(text).ok(), Some(micros));
-        }
-        assert_eq!(
-            Timestamp::micros_of_millis_utc(b"2023-02-29T00:00:00.000Z"),
-            None
-        );
     }
 
     #[test]

@@ -66,7 +66,8 @@ pub(crate) fn rest_names_any(record: &pond_canonical::Record<'_>, keys: &[&str])
 /// members are compared with `keys` in one pass (the earlier of `keys` wins), not looked up
 /// one key at a time: options are maps of a few members, where a SipHash per key costs more.
 /// Each level is walked from the top again rather than queued (the objects of a level come in
-/// the order a queue gives them): no allocation, where a queue per level was most of the cost.
+/// the order a queue gives them): no allocation, where a queue per level was two fifths of the
+/// cost (10.9 -> 6.3 M instructions over pi→opencode pi-real20's 17,870 lookups).
 pub(crate) fn find_str<'a>(o: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
     /// The first string of the objects `depth` levels below `o`, in order; `reached` is set
     /// when there is any object at that depth.

@@ -181,24 +181,17 @@ pub(super) fn message(
     };
     // The message's leftovers: the members the pruned record holds, less those taken.
     // (A member the pruned read leaves out names none of the keys: `Prune::wants`.)
-    // Whether a key may occur in each member left (asked once for each: not of those taken).
-    let left: Vec<bool> = members
+    let msg = if members
         .iter()
-        .map(|&(key, at)| !taken.contains(&key) && wants(prune, nodes, key, at))
-        .collect();
-    let msg = if left.contains(&true) {
+        .any(|&(key, at)| !taken.contains(&key) && wants(prune, nodes, key, at))
+    {
         let built = members
             .iter()
-            .zip(&left)
-            .filter(|&(&(key, _), &wanted)| wanted || prune.read.contains(&key))
-            .map(|(member, _)| member);
+            .filter(|&&(key, at)| prune.read.contains(&key) || wants(prune, nodes, key, at));
         // Of the leftovers, only the members the writer can find a key in are kept (as
         // `map_record` keeps them): one where no key may occur is never built.
-        let mut map = jsonl::tape_rest(nodes, built, taken, 2, |_, at| {
-            members
-                .iter()
-                .zip(&left)
-                .any(|(m, &wanted)| wanted && m.1 == at)
+        let mut map = jsonl::tape_rest(nodes, built, taken, 2, |key, at| {
+            wants(prune, nodes, key, at)
         })?;
         crate::discover::keep_named(&mut map, keys);
         (!map.is_empty()).then(|| extracted(origin, map))
