@@ -273,9 +273,9 @@ fn golden_codex_image_toolcall_compaction() {
 }
 
 /// A tool call's id as Claude Code takes it: an id of `[A-Za-z0-9_-]` as it is; any other
-/// character (one outside ASCII too) as `_`; an id taken already gets `_2`, `_3`, ... (recorded as a loss); each result
-/// follows its call's new id. And a result's text and image blocks are Claude's blocks, any
-/// other result its JSON text (recorded as a loss).
+/// character (one outside ASCII too) as `_`; an id taken already gets `_2`, `_3`, ...
+/// (recorded as a loss); each result follows its call's new id. And a result's text and image
+/// blocks are Claude's blocks, any other result its JSON text (recorded as a loss).
 #[test]
 fn call_ids_and_results_are_written_as_claude_takes_them() {
     let dir = tempdir_for("claude-call-ids").expect("temp dir");
