@@ -12,6 +12,13 @@ run (outside the timing). Each run's wall time is a monotonic clock around the c
 (user + sys) and peak RSS come from the kernel's accounting of that child (wait4). The ratio
 pond / baseline wall is taken pair by pair. Prints one Markdown row per conversion: medians,
 and the ratio's median (min-max).
+
+With BENCH_HANDOFF set to a build of bench/core-handoff, the probe runs just before and just
+after each counted pond run, and a last column says in how many of the row's pond runs either
+reading was slow: over 1.5 times the lowest reading of the invocation so far. On a virtual
+machine a slow reading means the host has put the two CPUs far apart, which slows pond's two
+threads and not the single-threaded baseline (docs/benchmarks.md, "2026-12-06, 16:10-16:35
+UTC"). Every run still counts in the medians; the column says which rows to distrust.
 """
 import os
 import shutil
@@ -42,11 +49,21 @@ def run(argv, to_file=None):
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
+def handoff(probe):
+    """One reading of bench/core-handoff: ns for a cache line to pass between CPUs 0 and 1."""
+    out = subprocess.run([probe, "500000"], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{probe}: exit {out.returncode}: {out.stderr.strip()}")
+    return float(out.stdout)
+
+
 def main():
     pond, baseline, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    probe = os.environ.get("BENCH_HANDOFF")
+    lowest = float("inf")
     print("| pair | input | pond wall | pond CPU | pond peak MiB | baseline wall | baseline CPU "
-          "| baseline peak MiB | pond / baseline wall |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| baseline peak MiB | pond / baseline wall |" + (" slow handoffs |" if probe else ""))
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if probe else ""))
     for spec in sys.argv[4:]:
         pair, source = spec.split("=", 1)
         folder = os.path.isdir(source)
@@ -54,9 +71,13 @@ def main():
         b = [baseline, source]
         b_out = SCRATCH + "/baseline.out" if folder else None
         run(a), run(b, b_out)
-        pa, pb = [], []
+        pa, pb, readings = [], [], []
         for _ in range(runs):
+            before = handoff(probe) if probe else 0.0
             pa.append(run(a))
+            after = handoff(probe) if probe else 0.0
+            readings.append(max(before, after))
+            lowest = min(lowest, before, after)
             pb.append(run(b, b_out))
         ratios = [x[0] / y[0] for x, y in zip(pa, pb)]
         med = lambda rows, i: statistics.median(r[i] for r in rows)
@@ -64,7 +85,9 @@ def main():
         print(f"| {frm}→{to} | {os.path.basename(source)} | {med(pa, 0):.3f} | {med(pa, 1):.3f} "
               f"| {max(r[2] for r in pa):.1f} | {med(pb, 0):.3f} | {med(pb, 1):.3f} "
               f"| {max(r[2] for r in pb):.1f} | **{statistics.median(ratios):.2f}** "
-              f"({min(ratios):.2f}-{max(ratios):.2f}) |", flush=True)
+              f"({min(ratios):.2f}-{max(ratios):.2f}) |"
+              + (f" {sum(r > 1.5 * lowest for r in readings)}/{runs} |" if probe else ""),
+              flush=True)
 
 
 if __name__ == "__main__":
