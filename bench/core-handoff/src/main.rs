@@ -53,7 +53,7 @@ fn main() {
     let rounds = number(0, 1_000_000).max(1);
     let (a, b) = (number(1, 0) as usize, number(2, 1) as usize);
     let line = &Line(AtomicU64::new(0));
-    let elapsed = std::thread::scope(|scope| {
+    let timed = std::thread::scope(|scope| {
         let (pinned, told) = std::sync::mpsc::channel();
         let other = scope.spawn(move || {
             let result = pin(b);
@@ -102,7 +102,7 @@ fn main() {
         other.join().expect("the other thread does not panic");
         Ok(chunks)
     });
-    let mut chunks = elapsed.unwrap_or_else(|e| {
+    let mut chunks = timed.unwrap_or_else(|e| {
         eprintln!("core-handoff: {e}");
         std::process::exit(1)
     });
