@@ -6,8 +6,8 @@
 //!
 //! On a virtual machine this is where the host placed the two virtual CPUs: close (a shared
 //! cache, tens of nanoseconds) or far apart (several times that). A conversion on two threads
-//! passes every message between them, so it runs slower while they are far apart, and a
-//! program on one thread does not notice.
+//! passes messages and their memory between them, so it runs slower while they are far apart,
+//! and a program on one thread does not notice.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
